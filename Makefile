@@ -1,0 +1,36 @@
+# Every target creates the local virtual environment on first use (and again when
+# pyproject.toml changes), so a fresh machine needs only Python 3.11+ and make.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO_ROOT ?= $(CURDIR)/.rollout-demo
+
+.PHONY: demo test lint types unit schema bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python examples/quickstart.py $(DEMO_ROOT)
+
+test: lint types unit
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
+
+types: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/pytest -n auto
+
+schema: $(STAMP)
+	$(BIN)/python -c 'from pathlib import Path; from ledger.schema import write_golden_schema as w; print("wrote", w(Path(".")))'
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(DEMO_ROOT)

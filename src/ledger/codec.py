@@ -1,0 +1,139 @@
+"""Encoding and decoding of records, and the message <-> records duals.
+
+One module-level encoder and decoder are reused: building them is the expensive part. Encoding
+is deterministic: the same record always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+
+import msgspec
+
+from ledger.messages import Message, Reasoning, Role
+from ledger.records import MessageRecord, ReasoningRecord, Record, UnknownRecord
+
+__all__ = [
+    "RecordDecodeError",
+    "decode_record",
+    "encode_line",
+    "encode_record",
+    "join_message",
+    "message_records",
+    "split_message",
+]
+
+_encoder = msgspec.json.Encoder(order="deterministic")
+_decoder: msgspec.json.Decoder[Record] = msgspec.json.Decoder(Record)
+
+
+class _Envelope(msgspec.Struct):
+    type: str | None = None
+    seq: int | None = None
+
+
+_envelope_decoder = msgspec.json.Decoder(_Envelope)
+
+
+class RecordDecodeError(ValueError):
+    """A line is not a record: not JSON, not UTF-8, or a known type with the wrong shape."""
+
+
+def encode_record(record: Record) -> bytes:
+    """Encode one record as canonical JSON bytes, without the line end."""
+    return _encoder.encode(record)
+
+
+def encode_line(record: Record) -> bytes:
+    """Encode one record as a rollout line: canonical JSON and ``\\n``."""
+    buf = bytearray()
+    _encoder.encode_into(record, buf)
+    buf += b"\n"
+    return bytes(buf)
+
+
+def decode_record(data: bytes | str) -> Record | UnknownRecord:
+    """Decode one line (surrounding whitespace allowed) into a record.
+
+    A well-formed object whose ``type`` this reader does not know becomes an
+    :class:`UnknownRecord`; anything else that is not a valid record raises
+    :class:`RecordDecodeError` with what was wrong.
+    """
+    try:
+        return _decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        return _unknown_or_raise(data, exc)
+    except msgspec.DecodeError as exc:
+        raise RecordDecodeError(_describe(data, exc)) from None
+
+
+def _unknown_or_raise(data: bytes | str, exc: msgspec.ValidationError) -> UnknownRecord:
+    try:
+        env = _envelope_decoder.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        raise RecordDecodeError(f"not a record: {exc}") from None
+    known = env.type in _KNOWN_TAGS
+    if known or env.type is None:
+        what = f"a {env.type!r} record" if known else "an object without a type"
+        raise RecordDecodeError(f"{what} with the wrong shape: {exc}") from None
+    raw = data.encode() if isinstance(data, str) else bytes(data)
+    return UnknownRecord(type=env.type, seq=env.seq, raw=raw.strip())
+
+
+def _describe(data: bytes | str, exc: msgspec.DecodeError) -> str:
+    if isinstance(data, bytes | bytearray | memoryview):
+        try:
+            bytes(data).decode("utf-8")
+        except UnicodeDecodeError as ude:
+            return f"invalid UTF-8 at byte {ude.start}"
+    return f"not valid JSON: {exc}"
+
+
+_KNOWN_TAGS = frozenset(
+    ("session_meta", "message", "reasoning", "compacted", "agent_checkpoint", "terminal")
+)
+
+
+# --- the duals: one message <-> its records ------------------------------------------------
+
+
+def split_message(message: Message) -> tuple[tuple[Reasoning, ...], Message]:
+    """Split a message into its reasoning blocks and the message without them.
+
+    The dual of :func:`join_message`: ``join_message(*split_message(m)) == m``.
+    """
+    if not message.reasoning:
+        return (), message
+    return message.reasoning, msgspec.structs.replace(message, reasoning=())
+
+
+def join_message(reasoning: tuple[Reasoning, ...], message: Message) -> Message:
+    """Attach reasoning blocks (in order) to the message that follows them.
+
+    Blocks the message already carries inline stay after the attached ones.
+    """
+    if not reasoning:
+        return message
+    return msgspec.structs.replace(message, reasoning=reasoning + message.reasoning)
+
+
+def message_records(
+    message: Message, *, first_seq: int, ts: datetime
+) -> Iterator[ReasoningRecord | MessageRecord]:
+    """The records that carry ``message``: one ``reasoning`` record per block, then the message.
+
+    Only assistant messages carry reasoning; a reasoning block on another role would attach to
+    a later assistant message on replay, so it is refused here.
+    """
+    blocks, bare = split_message(message)
+    if blocks and message.role != Role.ASSISTANT:
+        raise ValueError(
+            f"only assistant messages carry reasoning; this {message.role} message has "
+            f"{len(blocks)} block(s)"
+        )
+    seq = first_seq
+    for block in blocks:
+        yield ReasoningRecord(seq=seq, ts=ts, reasoning=block)
+        seq += 1
+    yield MessageRecord(seq=seq, ts=ts, message=bare)

@@ -1,0 +1,45 @@
+"""Degradations: what a reader could not restore exactly, as data with a line and a sentence."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import attrs
+
+__all__ = ["Degradation", "DegradationKind"]
+
+
+class DegradationKind(StrEnum):
+    """What kind of inexactness a degradation reports."""
+
+    UNPARSEABLE_LINE = "unparseable_line"
+    INVALID_UTF8 = "invalid_utf8"
+    TORN_TAIL = "torn_tail"
+    LINE_TOO_LONG = "line_too_long"
+    UNKNOWN_RECORD = "unknown_record"
+    NEWER_FORMAT = "newer_format"
+    SEQUENCE_GAP = "sequence_gap"
+    SEQUENCE_DUPLICATE = "sequence_duplicate"
+    META_NOT_FIRST = "meta_not_first"
+    META_REPEATED = "meta_repeated"
+    MISSING_META = "missing_meta"
+    ORPHAN_REASONING = "orphan_reasoning"
+    REBUILT_FROM_COMPACTED = "rebuilt_from_compacted"
+    MESSAGE_CAP = "message_cap"
+    NO_CHECKPOINT = "no_checkpoint"
+    DIGEST_MISMATCH = "digest_mismatch"
+    AFTER_CHECKPOINT = "after_checkpoint"
+
+
+@attrs.frozen
+class Degradation:
+    """One thing that could not be restored exactly: its kind, a sentence, and where."""
+
+    kind: DegradationKind
+    detail: str
+    line: int | None = None
+    seq: int | None = None
+
+    def __str__(self) -> str:
+        where = f"line {self.line}: " if self.line is not None else ""
+        return f"{where}{self.detail} [{self.kind}]"

@@ -1,0 +1,152 @@
+"""The six record types of a rollout, their union, the stop-kind vocabulary, the format version.
+
+Every line of a rollout is one record: a JSON object whose ``"type"`` names its kind, with a
+per-file sequence number ``seq`` (1 on the first line, then +1 per record) and a UTC timestamp
+``ts``. The tags are stable strings of the format, never Python names.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Final
+
+import msgspec
+
+from ledger.messages import Message, Reasoning
+
+__all__ = [
+    "FORMAT_VERSION",
+    "AgentCheckpoint",
+    "Compacted",
+    "ErrorDetail",
+    "MessageRecord",
+    "Record",
+    "RECORD_TYPES",
+    "ReasoningRecord",
+    "SessionMeta",
+    "StopKind",
+    "Terminal",
+    "UnknownRecord",
+]
+
+FORMAT_VERSION: Final = 1
+"""The rollout format version this library writes (see ADR 0005 for the evolution rules)."""
+
+UtcDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
+
+
+class StopKind(StrEnum):
+    """Why a session stopped. The one vocabulary of stop kinds; never spell them as bare strings."""
+
+    PAUSED = "paused"
+    CANCELLED = "cancelled"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    MAX_TURNS = "max_turns"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    ERROR = "error"
+
+
+class _Record(msgspec.Struct, frozen=True, omit_defaults=True, tag_field="type"):
+    seq: int
+    ts: UtcDatetime
+
+
+class SessionMeta(_Record, frozen=True, kw_only=True, tag="session_meta"):
+    """First line of a rollout: who, when, and the delegation coordinates when it is a child."""
+
+    format_version: int
+    session_id: str
+    started_at: UtcDatetime
+    agent_name: str | None = None
+    parent_session_id: str | None = None
+    delegation_id: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    cwd: str | None = None
+    project: str | None = None
+    extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+class MessageRecord(_Record, frozen=True, kw_only=True, tag="message"):
+    """One conversation message; its reasoning blocks are the ``reasoning`` records before it."""
+
+    message: Message
+
+
+class ReasoningRecord(_Record, frozen=True, kw_only=True, tag="reasoning"):
+    """One reasoning block of the next assistant message."""
+
+    reasoning: Reasoning
+
+
+class Compacted(_Record, frozen=True, kw_only=True, tag="compacted"):
+    """The conversation was compacted: replay restarts from ``messages``."""
+
+    messages: tuple[Message, ...]
+    summary: str | None = None
+
+
+class AgentCheckpoint(_Record, frozen=True, kw_only=True, tag="agent_checkpoint"):
+    """A stop point: the digest of the message sequence rebuilt from the file before this line."""
+
+    digest: str
+    message_count: int
+
+
+class ErrorDetail(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What went wrong, when a session stopped on an error."""
+
+    type: str
+    message: str = ""
+    traceback: str | None = None
+
+
+class Terminal(_Record, frozen=True, kw_only=True, tag="terminal"):
+    """How the session stopped.
+
+    ``stop_kind`` is kept as the string on the wire so that a kind this reader does not know
+    still decodes; :attr:`kind` gives the :class:`StopKind` when it is one. A legacy record
+    without a stop kind has ``stop_kind=None``.
+    """
+
+    event: str = "stop"
+    stop_kind: str | None = None
+    reason: str = ""
+    error: ErrorDetail | None = None
+
+    @property
+    def kind(self) -> StopKind | None:
+        """The stop kind as a :class:`StopKind`, or ``None`` when absent or unknown."""
+        if self.stop_kind is None:
+            return None
+        try:
+            return StopKind(self.stop_kind)
+        except ValueError:
+            return None
+
+
+Record = SessionMeta | MessageRecord | ReasoningRecord | Compacted | AgentCheckpoint | Terminal
+"""Any record this library knows."""
+
+RECORD_TYPES: Final = (
+    SessionMeta,
+    MessageRecord,
+    ReasoningRecord,
+    Compacted,
+    AgentCheckpoint,
+    Terminal,
+)
+
+
+class UnknownRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A well-formed line whose type this reader does not know (a newer writer, or damage).
+
+    It is reported, never fatal; ``raw`` is the line as read.
+    """
+
+    type: str | None
+    seq: int | None
+    raw: bytes

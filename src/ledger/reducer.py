@@ -1,0 +1,245 @@
+"""The pure reducer: records in, the rebuilt conversation and what the file says about it out.
+
+``apply(state, entry)`` is one step; ``fold(entries)`` folds many. Both run the same step over a
+private mutable builder, so the fold law holds by construction:
+``fold(a + b) == fold(b, fold(a))``. There is no I/O here; the writer's terminal path and replay
+both rebuild through this module (SPEC rule 1), which lives in ``ledger`` so that ``ledger``
+never needs ``replay`` (SPEC rule 5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+
+from ledger.codec import join_message
+from ledger.damage import Degradation, DegradationKind
+from ledger.messages import Message, Reasoning, Role
+from ledger.records import (
+    FORMAT_VERSION,
+    AgentCheckpoint,
+    Compacted,
+    MessageRecord,
+    ReasoningRecord,
+    Record,
+    SessionMeta,
+    Terminal,
+    UnknownRecord,
+)
+
+__all__ = ["Entry", "ReplayState", "apply", "fold", "fold_lines"]
+
+Entry = Record | UnknownRecord | Degradation
+"""What the reducer consumes: a record, a line of unknown type, or damage the reader found."""
+
+
+@attrs.frozen
+class ReplayState:
+    """What a prefix of a rollout says, as an immutable value.
+
+    ``messages`` is the conversation rebuilt so far; ``at_checkpoint`` the conversation as it was
+    when the last checkpoint was read, which is what that checkpoint's digest covers.
+    """
+
+    meta: SessionMeta | None = None
+    messages: tuple[Message, ...] = ()
+    pending_reasoning: tuple[Reasoning, ...] = ()
+    checkpoint: AgentCheckpoint | None = None
+    checkpoint_line: int | None = None
+    at_checkpoint: tuple[Message, ...] = ()
+    after_checkpoint: int = 0
+    terminal: Terminal | None = None
+    terminal_line: int | None = None
+    compactions: int = 0
+    compacted_line: int | None = None
+    last_seq: int | None = None
+    entries: int = 0
+    degraded: tuple[Degradation, ...] = ()
+    damaged_run: int = 0
+
+
+class _Builder:
+    """The mutable twin of :class:`ReplayState`, private to this module."""
+
+    __slots__ = tuple(f.name for f in attrs.fields(ReplayState))
+
+    def __init__(self, s: ReplayState) -> None:
+        self.meta = s.meta
+        self.messages = list(s.messages)
+        self.pending_reasoning = list(s.pending_reasoning)
+        self.checkpoint = s.checkpoint
+        self.checkpoint_line = s.checkpoint_line
+        self.at_checkpoint = s.at_checkpoint
+        self.after_checkpoint = s.after_checkpoint
+        self.terminal = s.terminal
+        self.terminal_line = s.terminal_line
+        self.compactions = s.compactions
+        self.compacted_line = s.compacted_line
+        self.last_seq = s.last_seq
+        self.entries = s.entries
+        self.degraded = list(s.degraded)
+        self.damaged_run = s.damaged_run
+
+    def freeze(self) -> ReplayState:
+        return ReplayState(
+            meta=self.meta,
+            messages=tuple(self.messages),
+            pending_reasoning=tuple(self.pending_reasoning),
+            checkpoint=self.checkpoint,
+            checkpoint_line=self.checkpoint_line,
+            at_checkpoint=self.at_checkpoint,
+            after_checkpoint=self.after_checkpoint,
+            terminal=self.terminal,
+            terminal_line=self.terminal_line,
+            compactions=self.compactions,
+            compacted_line=self.compacted_line,
+            last_seq=self.last_seq,
+            entries=self.entries,
+            degraded=tuple(self.degraded),
+            damaged_run=self.damaged_run,
+        )
+
+    def degrade(
+        self, kind: DegradationKind, detail: str, line: int | None, seq: int | None = None
+    ) -> None:
+        self.degraded.append(Degradation(kind=kind, detail=detail, line=line, seq=seq))
+
+    def check_seq(self, seq: int, line: int | None) -> None:
+        last = self.last_seq
+        expected = 1 if last is None else last + 1
+        if last is not None and seq <= last:
+            self.degrade(
+                DegradationKind.SEQUENCE_DUPLICATE,
+                f"sequence number {seq} repeats or goes back (the previous record had {last}); "
+                "the record is applied as it stands",
+                line,
+                seq,
+            )
+            return
+        missing = seq - expected
+        # Damaged lines already reported account for the numbers they carried.
+        if missing > self.damaged_run:
+            self.degrade(
+                DegradationKind.SEQUENCE_GAP,
+                f"sequence jumps from {expected - 1} to {seq}: "
+                f"{missing} record(s) missing before this line",
+                line,
+                seq,
+            )
+        self.last_seq = seq
+
+    def drop_pending(self, line: int | None, before: str) -> None:
+        n = len(self.pending_reasoning)
+        self.degrade(
+            DegradationKind.ORPHAN_REASONING,
+            f"{n} reasoning block(s) not followed by an assistant message ({before}); dropped",
+            line,
+        )
+        self.pending_reasoning.clear()
+
+    def step(self, entry: Entry, line: int | None) -> None:
+        first = self.entries == 0
+        self.entries += 1
+        if isinstance(entry, Degradation):
+            self.degraded.append(entry)
+            self.damaged_run += 1
+            return
+        if entry.seq is not None:
+            self.check_seq(entry.seq, line)
+        self.damaged_run = 0
+        if isinstance(entry, MessageRecord):
+            message = entry.message
+            if self.pending_reasoning:
+                if message.role == Role.ASSISTANT:
+                    message = join_message(tuple(self.pending_reasoning), message)
+                    self.pending_reasoning.clear()
+                else:
+                    self.drop_pending(line, f"a {message.role} message came first")
+            self.messages.append(message)
+            if self.checkpoint is not None:
+                self.after_checkpoint += 1
+        elif isinstance(entry, ReasoningRecord):
+            self.pending_reasoning.append(entry.reasoning)
+            if self.checkpoint is not None:
+                self.after_checkpoint += 1
+        elif isinstance(entry, AgentCheckpoint):
+            self.checkpoint = entry
+            self.checkpoint_line = line
+            self.at_checkpoint = tuple(self.messages)
+            self.after_checkpoint = 0
+        elif isinstance(entry, Terminal):
+            self.terminal = entry
+            self.terminal_line = line
+        elif isinstance(entry, Compacted):
+            if self.pending_reasoning:
+                self.drop_pending(line, "a compaction came first")
+            self.messages = list(entry.messages)
+            self.compactions += 1
+            self.compacted_line = line
+            if self.checkpoint is not None:
+                self.after_checkpoint += 1
+        elif isinstance(entry, SessionMeta):
+            self.on_meta(entry, line, first)
+        else:
+            self.degrade(
+                DegradationKind.UNKNOWN_RECORD,
+                f"record type {entry.type!r} is unknown to this reader "
+                "(written by a newer version?); skipped",
+                line,
+                entry.seq,
+            )
+
+    def on_meta(self, meta: SessionMeta, line: int | None, first: bool) -> None:
+        if self.meta is not None:
+            self.degrade(
+                DegradationKind.META_REPEATED,
+                f"a second session_meta (session {meta.session_id}) after the one for "
+                f"{self.meta.session_id}; the first is kept",
+                line,
+                meta.seq,
+            )
+            return
+        if not first:
+            self.degrade(
+                DegradationKind.META_NOT_FIRST,
+                "session_meta is not the first record of the file",
+                line,
+                meta.seq,
+            )
+        if meta.format_version > FORMAT_VERSION:
+            self.degrade(
+                DegradationKind.NEWER_FORMAT,
+                f"written in format version {meta.format_version}, newer than this reader's "
+                f"{FORMAT_VERSION}: fields it does not know were ignored; upgrade rollout-ledger",
+                line,
+                meta.seq,
+            )
+        self.meta = meta
+
+
+def apply(state: ReplayState, entry: Entry, *, line: int | None = None) -> ReplayState:
+    """One step of the reducer: the state after ``entry`` (read at ``line``, when known)."""
+    b = _Builder(state)
+    b.step(entry, line)
+    return b.freeze()
+
+
+def fold(entries: Iterable[Entry], initial: ReplayState | None = None) -> ReplayState:
+    """Fold entries into a state, starting from ``initial`` (an empty state by default)."""
+    b = _Builder(initial or ReplayState())
+    step = b.step
+    for entry in entries:
+        step(entry, None)
+    return b.freeze()
+
+
+def fold_lines(
+    numbered: Iterable[tuple[int, Entry]], initial: ReplayState | None = None
+) -> ReplayState:
+    """Fold ``(line, entry)`` pairs as the reader yields them, so degradations carry lines."""
+    b = _Builder(initial or ReplayState())
+    step = b.step
+    for line, entry in numbered:
+        step(entry, line)
+    return b.freeze()

@@ -1,0 +1,186 @@
+"""Hypothesis strategies for every type of the format, in one place.
+
+Extend this module whenever a type is added or changed; tests import from here only.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import msgspec
+from hypothesis import strategies as st
+
+from ledger import (
+    AgentCheckpoint,
+    Compacted,
+    ErrorDetail,
+    MediaPart,
+    Message,
+    MessageRecord,
+    OpaquePart,
+    Origin,
+    Reasoning,
+    ReasoningKind,
+    ReasoningRecord,
+    Record,
+    Role,
+    SessionMeta,
+    StopKind,
+    Terminal,
+    TextPart,
+    ToolCall,
+    raw_json,
+)
+from ledger.records import FORMAT_VERSION
+
+# Text that JSON can carry: no lone surrogates (msgspec refuses them, as UTF-8 does), but
+# everything else, CJK, emoji, controls and NUL included.
+text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
+short_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)
+maybe_text = st.none() | text
+ident = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9-]{0,20}", fullmatch=True)
+
+utc_datetimes = st.datetimes(
+    min_value=datetime(2000, 1, 1),
+    max_value=datetime(2100, 1, 1),
+    timezones=st.just(UTC),
+)
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53), max_value=2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | text,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(text, children, max_size=4),
+    max_leaves=10,
+)
+json_objects = st.dictionaries(text, json_values, max_size=4)
+raw_objects = json_objects.map(raw_json)
+maybe_raw_object = st.just(msgspec.UNSET) | raw_objects
+
+origins = st.builds(
+    Origin, provider=maybe_text, api=maybe_text, model=maybe_text, endpoint=maybe_text
+)
+
+text_parts = st.builds(TextPart, text=text, signature=maybe_text)
+media_parts = st.one_of(
+    st.builds(MediaPart, media_type=short_text, url=text, name=maybe_text),
+    st.builds(MediaPart, media_type=short_text, data=text, name=maybe_text),
+)
+opaque_parts = st.builds(OpaquePart, data=json_values.map(raw_json), provider=maybe_text)
+content_parts = st.one_of(text_parts, media_parts, opaque_parts)
+contents = st.none() | text | st.lists(content_parts, max_size=4).map(tuple)
+
+reasonings = st.builds(
+    Reasoning,
+    text=maybe_text,
+    kind=st.sampled_from(ReasoningKind),
+    summary=st.lists(text, max_size=3).map(tuple),
+    signature=maybe_text,
+    encrypted=maybe_text,
+    item_id=maybe_text,
+    origin=st.none() | origins,
+    extra=maybe_raw_object,
+)
+
+tool_calls = st.builds(
+    ToolCall,
+    id=short_text,
+    name=short_text,
+    arguments=text,  # any text: arguments need not be valid JSON
+    item_id=maybe_text,
+    signature=maybe_text,
+    extra=maybe_raw_object,
+)
+
+
+@st.composite
+def messages(draw: st.DrawFn, roles: st.SearchStrategy[Role] | None = None) -> Message:
+    """Any message; only assistant messages carry reasoning blocks and tool calls."""
+    role = draw(roles if roles is not None else st.sampled_from(Role))
+    assistant = role == Role.ASSISTANT
+    return Message(
+        role=role,
+        content=draw(contents),
+        reasoning=tuple(draw(st.lists(reasonings, max_size=3))) if assistant else (),
+        tool_calls=tuple(draw(st.lists(tool_calls, max_size=3))) if assistant else (),
+        tool_call_id=draw(st.none() | short_text) if role == Role.TOOL else None,
+        is_error=draw(st.booleans()) if role == Role.TOOL else False,
+        name=draw(maybe_text),
+        item_id=draw(maybe_text),
+        origin=draw(st.none() | origins),
+        extra=draw(maybe_raw_object),
+        is_anchored=draw(st.booleans()),
+        truncation_marker=draw(maybe_text),
+    )
+
+
+message_lists = st.lists(messages(), max_size=12)
+
+seqs = st.integers(min_value=1, max_value=2**40)
+
+session_metas = st.builds(
+    SessionMeta,
+    seq=seqs,
+    ts=utc_datetimes,
+    format_version=st.just(FORMAT_VERSION),
+    session_id=ident,
+    started_at=utc_datetimes,
+    agent_name=st.none() | st.from_regex(r"[a-z][a-z_]{0,10}", fullmatch=True),
+    parent_session_id=st.none() | ident,
+    delegation_id=maybe_text,
+    model=maybe_text,
+    provider=maybe_text,
+    cwd=maybe_text,
+    project=maybe_text,
+    extra=maybe_raw_object,
+)
+message_records = st.builds(MessageRecord, seq=seqs, ts=utc_datetimes, message=messages())
+reasoning_records = st.builds(ReasoningRecord, seq=seqs, ts=utc_datetimes, reasoning=reasonings)
+compacted_records = st.builds(
+    Compacted,
+    seq=seqs,
+    ts=utc_datetimes,
+    messages=st.lists(messages(), max_size=4).map(tuple),
+    summary=maybe_text,
+)
+checkpoints = st.builds(
+    AgentCheckpoint,
+    seq=seqs,
+    ts=utc_datetimes,
+    digest=text,
+    message_count=st.integers(min_value=0, max_value=10**6),
+)
+error_details = st.builds(ErrorDetail, type=short_text, message=text, traceback=maybe_text)
+stop_kind_strings = st.sampled_from([k.value for k in StopKind]) | short_text
+terminals = st.builds(
+    Terminal,
+    seq=seqs,
+    ts=utc_datetimes,
+    event=short_text,
+    stop_kind=st.none() | stop_kind_strings,
+    reason=text,
+    error=st.none() | error_details,
+)
+
+records: st.SearchStrategy[Record] = st.one_of(
+    session_metas,
+    message_records,
+    reasoning_records,
+    compacted_records,
+    checkpoints,
+    terminals,
+)
+
+
+def with_seqs(recs: list[Record], start: int = 1) -> list[Record]:
+    """Renumber records ``start, start+1, ...`` as a single writer would."""
+    return [msgspec.structs.replace(r, seq=start + i) for i, r in enumerate(recs)]
+
+
+def timestamps(
+    start: datetime, step: timedelta = timedelta(milliseconds=1)
+) -> st.SearchStrategy[datetime]:
+    """Timestamps at or after ``start`` (helper for record sequences)."""
+    return st.integers(min_value=0, max_value=10**6).map(lambda n: start + n * step)
