@@ -29,6 +29,17 @@ types: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -n auto
 
+# The benchmark's peers are installed on first use only: they are heavy and no test needs them.
+BENCH_STAMP := $(VENV)/.installed-bench
+BENCH_ARGS ?=
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
+
 schema: $(STAMP)
 	$(BIN)/python -c 'from pathlib import Path; from ledger.schema import write_golden_schema as w; print("wrote", w(Path(".")))'
 
