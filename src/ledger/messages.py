@@ -46,11 +46,19 @@ def _check_raw(raw: msgspec.Raw | msgspec.UnsetType, owner: str, field: str) -> 
         return
     try:
         msgspec.json.decode(raw)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:
         raise ValueError(
             f"{owner}.{field} must hold valid JSON text ({exc}); "
             "build it with ledger.raw_json(value)"
         ) from None
+    # A line break would split the rollout line in two, and whitespace around the value would
+    # not survive decoding (the decoder hands back the value alone), breaking the round trip.
+    text = bytes(raw)
+    if b"\n" in text or b"\r" in text or text != text.strip():
+        raise ValueError(
+            f"{owner}.{field} must be single-line JSON text without surrounding whitespace; "
+            "build it with ledger.raw_json(value)"
+        )
 
 
 class Role(StrEnum):
