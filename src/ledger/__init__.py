@@ -54,6 +54,16 @@ from ledger.records import (
 )
 from ledger.reducer import ReplayState, apply, fold
 from ledger.schema import json_schema
+from ledger.writer import (
+    Durability,
+    RolloutExistsError,
+    RolloutWriter,
+    TailRepair,
+    WriterBusyError,
+    WriterClosedError,
+    WriterError,
+    WriterFailedError,
+)
 
 __all__ = [
     "FORMAT_VERSION",
@@ -62,6 +72,7 @@ __all__ = [
     "ContentPart",
     "Degradation",
     "DegradationKind",
+    "Durability",
     "ErrorDetail",
     "RolloutNameError",
     "MediaPart",
@@ -76,13 +87,20 @@ __all__ = [
     "RecordDecodeError",
     "ReplayState",
     "Role",
+    "RolloutExistsError",
     "RolloutName",
+    "RolloutWriter",
     "SessionMeta",
     "StopKind",
+    "TailRepair",
     "Terminal",
     "TextPart",
     "ToolCall",
     "UnknownRecord",
+    "WriterBusyError",
+    "WriterClosedError",
+    "WriterError",
+    "WriterFailedError",
     "apply",
     "checkpoint_digest",
     "current_delegation_id",
