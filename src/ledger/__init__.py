@@ -20,6 +20,7 @@ from ledger.context import (
 )
 from ledger.damage import Degradation, DegradationKind
 from ledger.digest import checkpoint_digest
+from ledger.memory import ConversationMemory, MemoryWireError
 from ledger.messages import (
     ContentPart,
     MediaPart,
@@ -70,12 +71,14 @@ __all__ = [
     "AgentCheckpoint",
     "Compacted",
     "ContentPart",
+    "ConversationMemory",
     "Degradation",
     "DegradationKind",
     "Durability",
     "ErrorDetail",
     "RolloutNameError",
     "MediaPart",
+    "MemoryWireError",
     "Message",
     "MessageRecord",
     "OpaquePart",
