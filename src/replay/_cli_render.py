@@ -1,0 +1,216 @@
+"""How the `rollout` command draws things: transcripts, sizes, times, short ids.
+
+Everything a user wrote reaches the terminal as ``rich.text.Text``, never as markup, so a
+message that contains ``[bold]`` prints as those characters. rich is imported lazily.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+from ledger.damage import Degradation
+from ledger.messages import MediaPart, Message, OpaquePart, Reasoning, Role, TextPart, ToolCall
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = [
+    "ToolPairing",
+    "human_size",
+    "pair_tool_outputs",
+    "render_degradations",
+    "render_transcript",
+    "short_id",
+    "short_time",
+]
+
+SHORT_ID: Final = 8
+_FOLD: Final = 160
+_OUTPUT_FOLD: Final = 600
+
+_ROLE_STYLE: Final = {
+    Role.SYSTEM: "bold magenta",
+    Role.DEVELOPER: "bold magenta",
+    Role.USER: "bold green",
+    Role.ASSISTANT: "bold cyan",
+    Role.TOOL: "bold blue",
+}
+
+
+def short_id(session_id: str | None) -> str:
+    """The first characters of a session id, enough to tell sessions apart in a table."""
+    if not session_id:
+        return "-"
+    return session_id[:SHORT_ID]
+
+
+def short_time(when: datetime | None) -> str:
+    """A UTC time as ``YYYY-MM-DD HH:MM:SS`` (``-`` when unknown)."""
+    if when is None:
+        return "-"
+    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def human_size(n: int | None) -> str:
+    """A byte count for people: ``812 B``, ``4.2 KiB``, ``1.0 MiB``."""
+    if n is None:
+        return "-"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{n} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _fold(text: str, limit: int) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "\u2026"
+
+
+@attrs.frozen
+class ToolPairing:
+    """Which tool outputs belong under which call, for drawing a transcript.
+
+    ``outputs[call_id]`` lists the indexes of the tool messages answering that call, in file
+    order (the last one is the one that counts, SPEC rule 12); ``inline`` holds the indexes drawn
+    under their call instead of in place; ``orphans`` the tool messages whose call never appeared
+    before them.
+    """
+
+    outputs: dict[str, tuple[int, ...]]
+    inline: frozenset[int]
+    orphans: frozenset[int]
+
+
+def pair_tool_outputs(messages: Sequence[Message]) -> ToolPairing:
+    """Pair every tool call with the tool messages that answer it (by ``tool_call_id``)."""
+    seen_calls: set[str] = set()
+    outputs: dict[str, list[int]] = {}
+    orphans: set[int] = set()
+    for i, m in enumerate(messages):
+        for call in m.tool_calls:
+            seen_calls.add(call.id)
+        if m.role == Role.TOOL:
+            if m.tool_call_id is not None and m.tool_call_id in seen_calls:
+                outputs.setdefault(m.tool_call_id, []).append(i)
+            else:
+                orphans.add(i)
+    inline = frozenset(i for idx in outputs.values() for i in idx)
+    return ToolPairing(
+        outputs={k: tuple(v) for k, v in outputs.items()},
+        inline=inline,
+        orphans=frozenset(orphans),
+    )
+
+
+def _content_text(m: Message) -> str:
+    if m.content is None:
+        return ""
+    if isinstance(m.content, str):
+        return m.content
+    parts: list[str] = []
+    for p in m.content:
+        if isinstance(p, TextPart):
+            parts.append(p.text)
+        elif isinstance(p, MediaPart):
+            parts.append(f"[{p.media_type} {p.name or p.url or 'inline data'}]")
+        elif isinstance(p, OpaquePart):
+            parts.append(f"[opaque {p.provider or 'provider'} item]")
+    return "\n".join(parts)
+
+
+def _reasoning_line(r: Reasoning, full: bool) -> str:
+    bits = [str(r.kind)]
+    if r.text is not None:
+        bits.append(f"{len(r.text)} chars")
+    if r.summary:
+        bits.append(f"{len(r.summary)} summary part(s)")
+    if r.signature is not None:
+        bits.append("signed")
+    if r.encrypted is not None:
+        bits.append(f"encrypted {len(r.encrypted)} chars")
+    if r.origin is not None and r.origin.provider:
+        bits.append(f"from {r.origin.provider}")
+    head = f"reasoning ({', '.join(bits)})"
+    body = r.text if r.text else " / ".join(r.summary)
+    if not body:
+        return head
+    return f"{head}: {body if full else _fold(body, _FOLD)}"
+
+
+def render_degradations(console: Console, degraded: Sequence[Degradation]) -> None:
+    """Draw each degradation on its own highlighted line (nothing when there are none)."""
+    from rich.text import Text
+
+    for d in degraded:
+        console.print(Text(f"! {d}", style="bold yellow"))
+
+
+def _output_block(console: Console, m: Message, label: str, full: bool, style: str) -> None:
+    from rich.text import Text
+
+    text = _content_text(m)
+    shown = text if full or len(text) <= _OUTPUT_FOLD else text[:_OUTPUT_FOLD] + "\u2026"
+    mark = " (error)" if m.is_error else ""
+    line = Text(f"    {label}{mark}: ", style=style)
+    line.append(shown)
+    console.print(line)
+
+
+def _call_block(
+    console: Console,
+    call: ToolCall,
+    messages: Sequence[Message],
+    pairing: ToolPairing,
+    full: bool,
+) -> None:
+    from rich.text import Text
+
+    head = Text(f"  \u2192 {call.name}", style="bold")
+    head.append(f" [{call.id}] ", style="dim")
+    head.append(call.arguments if full else _fold(call.arguments, _FOLD))
+    console.print(head)
+    answers = pairing.outputs.get(call.id, ())
+    if not answers:
+        console.print(Text("    no output recorded (interrupted?)", style="bold yellow"))
+        return
+    for n, idx in enumerate(answers):
+        last = n == len(answers) - 1
+        label = "\u2190 output" if last else "\u2190 superseded output"
+        _output_block(console, messages[idx], label, full, "blue" if last else "dim yellow")
+
+
+def render_transcript(console: Console, messages: Sequence[Message], *, full: bool = False) -> None:
+    """Draw a conversation: roles, folded reasoning, each tool call with its outputs under it."""
+    from rich.text import Text
+
+    pairing = pair_tool_outputs(messages)
+    for i, m in enumerate(messages):
+        if i in pairing.inline:
+            continue
+        head = Text(f"#{i + 1} ", style="dim")
+        head.append(str(m.role), style=_ROLE_STYLE.get(m.role, "bold"))
+        if m.name:
+            head.append(f" ({m.name})", style="dim")
+        if m.is_anchored:
+            head.append(" anchored", style="dim")
+        if i in pairing.orphans:
+            head.append(
+                f" orphan output for call {m.tool_call_id or '?'} (no such call before it)",
+                style="bold yellow",
+            )
+        console.print(head)
+        for r in m.reasoning:
+            console.print(Text(f"  {_reasoning_line(r, full)}", style="dim italic"))
+        text = _content_text(m)
+        if text:
+            body = Text("  ")
+            body.append(text if full or m.role != Role.SYSTEM else _fold(text, _FOLD))
+            console.print(body)
+        for call in m.tool_calls:
+            _call_block(console, call, messages, pairing, full)
