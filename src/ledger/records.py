@@ -49,7 +49,7 @@ class StopKind(StrEnum):
     ERROR = "error"
 
 
-class _Record(msgspec.Struct, frozen=True, omit_defaults=True, tag_field="type"):
+class _Record(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, tag_field="type"):
     seq: int
     ts: UtcDatetime
 
@@ -96,7 +96,7 @@ class AgentCheckpoint(_Record, frozen=True, kw_only=True, tag="agent_checkpoint"
     message_count: int
 
 
-class ErrorDetail(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class ErrorDetail(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=True):
     """What went wrong, when a session stopped on an error."""
 
     type: str
@@ -141,7 +141,7 @@ RECORD_TYPES: Final = (
 )
 
 
-class UnknownRecord(msgspec.Struct, frozen=True, kw_only=True):
+class UnknownRecord(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """A well-formed line whose type this reader does not know (a newer writer, or damage).
 
     It is reported, never fatal; ``raw`` is the line as read.

@@ -9,7 +9,7 @@ never needs ``replay`` (SPEC rule 5).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import attrs
 
@@ -28,7 +28,7 @@ from ledger.records import (
     UnknownRecord,
 )
 
-__all__ = ["Entry", "ReplayState", "apply", "fold", "fold_lines"]
+__all__ = ["Entry", "ReplayState", "apply", "fold", "fold_batches", "fold_lines"]
 
 Entry = Record | UnknownRecord | Degradation
 """What the reducer consumes: a record, a line of unknown type, or damage the reader found."""
@@ -139,14 +139,21 @@ class _Builder:
         self.pending_reasoning.clear()
 
     def step(self, entry: Entry, line: int | None) -> None:
+        # The hot path of every replay: the most frequent types are tested first, and the
+        # in-order sequence check is inline.
         first = self.entries == 0
         self.entries += 1
         if isinstance(entry, Degradation):
             self.degraded.append(entry)
             self.damaged_run += 1
             return
-        if entry.seq is not None:
-            self.check_seq(entry.seq, line)
+        seq = entry.seq
+        if seq is not None:
+            last = self.last_seq
+            if last is not None and seq == last + 1:
+                self.last_seq = seq
+            else:
+                self.check_seq(seq, line)
         self.damaged_run = 0
         if isinstance(entry, MessageRecord):
             message = entry.message
@@ -242,4 +249,21 @@ def fold_lines(
     step = b.step
     for line, entry in numbered:
         step(entry, line)
+    return b.freeze()
+
+
+def fold_batches(
+    batches: Iterable[tuple[int, Sequence[Entry]]], initial: ReplayState | None = None
+) -> ReplayState:
+    """Fold batches of entries read from consecutive lines, each given with its first line.
+
+    The reader's fast path: one call per batch of lines instead of one per line.
+    """
+    b = _Builder(initial or ReplayState())
+    step = b.step
+    for first_line, entries in batches:
+        line = first_line
+        for entry in entries:
+            step(entry, line)
+            line += 1
     return b.freeze()
