@@ -66,13 +66,28 @@ def decode_record(data: bytes | str) -> Record | UnknownRecord:
         return _unknown_or_raise(data, exc)
     except msgspec.DecodeError as exc:
         raise RecordDecodeError(_describe(data, exc)) from None
+    except RecursionError:
+        raise RecordDecodeError(_TOO_DEEP) from None
+    except UnicodeEncodeError as exc:
+        # Only a ``str`` gets here: one holding a lone surrogate, which UTF-8 cannot carry.
+        raise RecordDecodeError(
+            f"invalid UTF-8 at character {exc.start} (a lone surrogate)"
+        ) from None
+
+
+_TOO_DEEP = "JSON nested too deeply to decode"
 
 
 def _unknown_or_raise(data: bytes | str, exc: msgspec.ValidationError) -> UnknownRecord:
     try:
         env = _envelope_decoder.decode(data)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except msgspec.ValidationError:
         raise RecordDecodeError(f"not a record: {exc}") from None
+    except msgspec.DecodeError as dexc:
+        # The typed decoder stopped at a bad value before reaching the damage further on.
+        raise RecordDecodeError(_describe(data, dexc)) from None
+    except RecursionError:
+        raise RecordDecodeError(_TOO_DEEP) from None
     known = env.type in _KNOWN_TAGS
     if known or env.type is None:
         what = f"a {env.type!r} record" if known else "an object without a type"
