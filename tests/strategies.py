@@ -5,7 +5,7 @@ Extend this module whenever a type is added or changed; tests import from here o
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import msgspec
 from hypothesis import strategies as st
@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from ledger import (
     AgentCheckpoint,
     Compacted,
+    Degradation,
+    DegradationKind,
     ErrorDetail,
     MediaPart,
     Message,
@@ -29,9 +31,12 @@ from ledger import (
     Terminal,
     TextPart,
     ToolCall,
+    UnknownRecord,
+    encode_line,
     raw_json,
 )
 from ledger.records import FORMAT_VERSION
+from ledger.reducer import Entry
 
 # Text that JSON can carry: no lone surrogates (msgspec refuses them, as UTF-8 does), but
 # everything else, CJK, emoji, controls and NUL included.
@@ -184,3 +189,81 @@ def timestamps(
 ) -> st.SearchStrategy[datetime]:
     """Timestamps at or after ``start`` (helper for record sequences)."""
     return st.integers(min_value=0, max_value=10**6).map(lambda n: start + n * step)
+
+
+# --- core ---
+# Strategies for the core tests: reducer entries, damaged lines, names and aware datetimes.
+
+_KNOWN_TAGS = frozenset(
+    ("session_meta", "message", "reasoning", "compacted", "agent_checkpoint", "terminal")
+)
+
+unknown_records = st.builds(
+    UnknownRecord,
+    type=short_text.filter(lambda t: t not in _KNOWN_TAGS),
+    seq=st.none() | seqs,
+    raw=st.binary(max_size=24),
+)
+degradations = st.builds(
+    Degradation,
+    kind=st.sampled_from(DegradationKind),
+    detail=text,
+    line=st.none() | st.integers(min_value=1, max_value=10**6),
+    seq=st.none() | seqs,
+)
+# Small sequence numbers, so that in-order runs, gaps and duplicates all happen often.
+small_seqs = st.integers(min_value=1, max_value=8)
+
+
+@st.composite
+def entry_lists(draw: st.DrawFn) -> list[Entry]:
+    """Reducer input: records (often numbered as one writer would), unknown lines and damage."""
+    entries: list[Entry] = draw(
+        st.lists(st.one_of(records, records, records, unknown_records, degradations), max_size=16)
+    )
+    if draw(st.booleans()):
+        n = 0
+        renumbered: list[Entry] = []
+        for e in entries:
+            if isinstance(e, Degradation):
+                renumbered.append(e)
+                continue
+            n += draw(st.sampled_from((1, 1, 1, 0, 2)))
+            renumbered.append(msgspec.structs.replace(e, seq=max(n, 1)))
+        entries = renumbered
+    return entries
+
+
+@st.composite
+def mutated_lines(draw: st.DrawFn) -> bytes:
+    """A valid rollout line damaged by bit flips, truncations, inserted or deleted bytes."""
+    buf = bytearray(encode_line(draw(records)))
+    for _ in range(draw(st.integers(min_value=1, max_value=4))):
+        op = draw(st.sampled_from(("flip", "truncate", "insert", "delete")))
+        if not buf:
+            break
+        at = draw(st.integers(min_value=0, max_value=len(buf) - 1))
+        if op == "flip":
+            buf[at] ^= 1 << draw(st.integers(min_value=0, max_value=7))
+        elif op == "truncate":
+            del buf[at:]
+        elif op == "insert":
+            buf[at:at] = draw(st.binary(min_size=1, max_size=4))
+        else:
+            del buf[at]
+    return bytes(buf)
+
+
+session_ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9-]{0,127}", fullmatch=True)
+agent_names = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", fullmatch=True).filter(
+    lambda a: ".." not in a and not a.endswith(".")
+)
+fixed_offsets = st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1).map(
+    lambda minutes: timezone(timedelta(minutes=minutes))
+)
+# Aware datetimes over the whole calendar (years below 1000 included) whose UTC value exists.
+aware_datetimes = st.datetimes(
+    min_value=datetime(1, 1, 2),
+    max_value=datetime(9999, 12, 30),
+    timezones=st.just(UTC) | fixed_offsets,
+)

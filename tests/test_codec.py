@@ -1,0 +1,324 @@
+"""The codec: round trips, canonical bytes, line framing, and a decoder that never crashes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime
+
+import msgspec
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import strategies as s
+from ledger import (
+    AgentCheckpoint,
+    Message,
+    MessageRecord,
+    Record,
+    RecordDecodeError,
+    Role,
+    SessionMeta,
+    Terminal,
+    UnknownRecord,
+    decode_record,
+    encode_line,
+    encode_record,
+)
+from ledger.records import FORMAT_VERSION, RECORD_TYPES
+
+TS = datetime(2026, 12, 2, 16, 22, 5, tzinfo=UTC)
+
+
+@given(r=s.records)
+def test_round_trip(r: Record) -> None:
+    """Decoding an encoded record gives back an equal record of the same type."""
+    back = decode_record(encode_record(r))
+    assert back == r
+    assert type(back) is type(r)
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        pytest.param(s.session_metas, id="session_meta"),
+        pytest.param(s.message_records, id="message"),
+        pytest.param(s.reasoning_records, id="reasoning"),
+        pytest.param(s.compacted_records, id="compacted"),
+        pytest.param(s.checkpoints, id="agent_checkpoint"),
+        pytest.param(s.terminals, id="terminal"),
+    ],
+)
+def test_round_trip_each_type(strategy: st.SearchStrategy[Record]) -> None:
+    """Every one of the six record types round-trips on its own (none is starved by the union)."""
+
+    @given(r=strategy)
+    def check(r: Record) -> None:
+        assert decode_record(encode_record(r)) == r
+
+    check()
+
+
+@given(r=s.records)
+def test_round_trip_from_str(r: Record) -> None:
+    """A line handed over as `str` decodes to the same record as its bytes."""
+    assert decode_record(encode_record(r).decode("utf-8")) == r
+
+
+@given(r=s.records)
+def test_canonical_form(r: Record) -> None:
+    """Re-encoding a decoded record gives the very same bytes: the encoding is canonical."""
+    data = encode_record(r)
+    assert encode_record(decode_record(data)) == data  # type: ignore[arg-type]
+
+
+@given(r=s.records)
+def test_encoding_is_deterministic(r: Record) -> None:
+    """The same record encodes to the same bytes twice, and as a rebuilt equal value."""
+    twin = msgspec.structs.replace(r)
+    assert encode_record(r) == encode_record(r) == encode_record(twin)
+    assert encode_line(r) == encode_record(r) + b"\n"
+
+
+def test_encoding_is_deterministic_across_processes() -> None:
+    """A fresh interpreter (fresh encoder, other hash seed) encodes a record to the same bytes."""
+    record = MessageRecord(
+        seq=2,
+        ts=TS,
+        message=Message(role=Role.USER, content="héllo ✓", name="n"),
+    )
+    code = (
+        "import sys; from datetime import UTC, datetime; from ledger import *; "
+        "r = MessageRecord(seq=2, ts=datetime(2026, 12, 2, 16, 22, 5, tzinfo=UTC), "
+        "message=Message(role=Role.USER, content='h\\u00e9llo \\u2713', name='n')); "
+        "sys.stdout.buffer.write(encode_line(r))"
+    )
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert outs == {encode_line(record)}
+
+
+@given(r=s.records)
+def test_line_framing(r: Record) -> None:
+    """A line is UTF-8 without BOM, holds no line break inside, and ends with exactly one `\\n`."""
+    line = encode_line(r)
+    assert not line.startswith(b"\xef\xbb\xbf")
+    line.decode("utf-8")  # strict: raises on anything that is not UTF-8
+    assert line.endswith(b"\n")
+    assert line.count(b"\n") == 1
+    assert b"\r" not in line
+
+
+@given(r=s.records)
+def test_type_tag_is_first_and_stable(r: Record) -> None:
+    """Every line starts with its stable `type` tag and carries its `seq`."""
+    obj = msgspec.json.decode(encode_record(r))
+    assert next(iter(obj)) == "type"
+    assert obj["type"] in {
+        "session_meta",
+        "message",
+        "reasoning",
+        "compacted",
+        "agent_checkpoint",
+        "terminal",
+    }
+    assert obj["seq"] == r.seq
+
+
+def test_tags_are_the_format_strings() -> None:
+    """The six record classes carry exactly the six tags of the format, never Python names."""
+    tags = {t.__struct_config__.tag for t in RECORD_TYPES}
+    assert tags == {
+        "session_meta",
+        "message",
+        "reasoning",
+        "compacted",
+        "agent_checkpoint",
+        "terminal",
+    }
+
+
+def _assert_decodes_or_refuses(data: bytes | str) -> None:
+    try:
+        result = decode_record(data)
+    except RecordDecodeError:
+        return
+    assert isinstance(result, (*RECORD_TYPES, UnknownRecord))
+
+
+@given(data=st.binary(max_size=200))
+@example(b"")
+@example(b"\xef\xbb\xbf{}")
+@example(b"\x00" * 10)
+@example(b'{"type":"\xff"}')
+@example(b'{"a":' * 5000)
+@example(b"[" * 5000)
+@example(b'{"type":"x","y":' + b"[" * 5000)
+@example(
+    b'{"type":"message","seq":1,"ts":"2026-01-01T00:00:00Z","message":{"role":"user",'
+    b'"extra":' + b"[" * 3000 + b"]" * 3000 + b"}}"
+)
+def test_decoder_fuzz_arbitrary_bytes(data: bytes) -> None:
+    """Arbitrary bytes decode to a record or raise `RecordDecodeError`, never anything else."""
+    _assert_decodes_or_refuses(data)
+
+
+@given(data=st.text(max_size=200))
+@example("\ud800")
+@example(
+    '{"type":"message","seq":1,"ts":"2026-01-01T00:00:00Z",'
+    '"message":{"role":"user","content":"\udcff"}}'
+)
+def test_decoder_fuzz_arbitrary_text(data: str) -> None:
+    """Arbitrary `str` input, lone surrogates included, raises nothing but the decode error."""
+    _assert_decodes_or_refuses(data)
+
+
+@given(data=s.mutated_lines())
+def test_decoder_fuzz_mutated_lines(data: bytes) -> None:
+    """Valid lines with bit flips, truncations, inserted or deleted bytes never crash it."""
+    _assert_decodes_or_refuses(data)
+
+
+@given(r=s.records, cut=st.integers(min_value=1))
+def test_truncated_line_is_refused(r: Record, cut: int) -> None:
+    """Any strict prefix of an encoded record (a torn write) is refused, never half-decoded."""
+    data = encode_record(r)
+    prefix = data[: cut % len(data)]
+    with pytest.raises(RecordDecodeError):
+        decode_record(prefix)
+
+
+def test_unknown_type_becomes_unknown_record() -> None:
+    """A well-formed object with an unknown `type` decodes to `UnknownRecord` with type and seq."""
+    line = b'{"type":"tool_usage","seq":7,"ts":"2026-01-01T00:00:00Z","tokens":[1,2]}\n'
+    rec = decode_record(line)
+    assert rec == UnknownRecord(type="tool_usage", seq=7, raw=line.strip())
+
+
+@given(
+    tag=s.short_text.filter(
+        lambda t: (
+            t
+            not in {
+                "session_meta",
+                "message",
+                "reasoning",
+                "compacted",
+                "agent_checkpoint",
+                "terminal",
+            }
+        )
+    ),
+    seq=st.none() | s.seqs,
+    body=s.json_objects,
+)
+def test_unknown_type_property(tag: str, seq: int | None, body: dict[str, object]) -> None:
+    """Any object with an unknown string `type` becomes an `UnknownRecord` keeping the raw line."""
+    obj = {**body, "type": tag, "seq": seq}
+    line = msgspec.json.encode(obj)
+    rec = decode_record(line)
+    assert isinstance(rec, UnknownRecord)
+    assert (rec.type, rec.seq, rec.raw) == (tag, seq, line)
+
+
+@given(r=s.records, extra=s.json_objects)
+def test_unknown_fields_are_tolerated(r: Record, extra: dict[str, object]) -> None:
+    """Fields a newer writer added to a known record type are ignored, not fatal."""
+    obj = msgspec.json.decode(encode_record(r))
+    added = {f"zz_new_{k}": v for k, v in extra.items()}
+    assert decode_record(msgspec.json.encode({**obj, **added})) == r
+
+
+def test_unknown_nested_fields_are_tolerated() -> None:
+    """Unknown fields inside a nested message or tool call are ignored too."""
+    line = (
+        b'{"type":"message","seq":2,"ts":"2026-12-02T16:22:05Z","future":1,'
+        b'"message":{"role":"assistant","content":"hi","new_flag":true,'
+        b'"tool_calls":[{"id":"c","name":"f","arguments":"{","later":[1]}]}}'
+    )
+    rec = decode_record(line)
+    assert isinstance(rec, MessageRecord)
+    assert rec.message.tool_calls[0].arguments == "{"
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        (b'{"type":"message","seq":1}', "wrong shape"),
+        (b'{"seq":1}', "without a type"),
+        (b'{"type":null}', "without a type"),
+        (b'{"type":5}', "not a record"),
+        (b'{"type":"terminal","seq":1,"ts":"2026-01-01T00:00:00"}', "timezone"),
+        (b"[1,2]", "not a record"),
+        (b"{", "not valid JSON"),
+        (b'{"type":"x","seq":1}\xff', "UTF-8"),
+    ],
+)
+def test_decode_error_says_what_was_wrong(line: bytes, why: str) -> None:
+    """A line that is not a record raises `RecordDecodeError` with a sentence naming the fault."""
+    with pytest.raises(RecordDecodeError, match=why):
+        decode_record(line)
+
+
+def test_decode_error_is_a_value_error() -> None:
+    """`RecordDecodeError` is a `ValueError`, so generic callers can catch it."""
+    assert issubclass(RecordDecodeError, ValueError)
+
+
+def test_surrounding_whitespace_is_allowed() -> None:
+    """Spaces, tabs and CRLF around a line do not stop it from decoding."""
+    rec = Terminal(seq=3, ts=TS, stop_kind="paused")
+    assert decode_record(b" \t" + encode_record(rec) + b"\r\n") == rec
+
+
+def test_legacy_terminal_without_stop_kind() -> None:
+    """A terminal record without a stop kind decodes with `stop_kind=None` and `kind=None`."""
+    rec = decode_record(b'{"type":"terminal","seq":9,"ts":"2026-01-01T00:00:00Z"}')
+    assert isinstance(rec, Terminal)
+    assert (rec.stop_kind, rec.kind, rec.event) == (None, None, "stop")
+
+
+def test_unknown_stop_kind_decodes() -> None:
+    """A stop kind this reader does not know still decodes; `kind` is then None."""
+    rec = decode_record(
+        b'{"type":"terminal","seq":9,"ts":"2026-01-01T00:00:00Z","stop_kind":"hibernated"}'
+    )
+    assert isinstance(rec, Terminal)
+    assert (rec.stop_kind, rec.kind) == ("hibernated", None)
+
+
+def test_newer_format_version_decodes() -> None:
+    """A session_meta of a newer format version still decodes (the reducer reports it)."""
+    rec = decode_record(
+        msgspec.json.encode(
+            {
+                "type": "session_meta",
+                "seq": 1,
+                "ts": "2026-01-01T00:00:00Z",
+                "format_version": FORMAT_VERSION + 1,
+                "session_id": "s",
+                "started_at": "2026-01-01T00:00:00Z",
+                "new": {"x": 1},
+            }
+        )
+    )
+    assert isinstance(rec, SessionMeta)
+    assert rec.format_version == FORMAT_VERSION + 1
+
+
+def test_checkpoint_line_is_compact() -> None:
+    """Records encode without whitespace and with defaults omitted."""
+    line = encode_line(AgentCheckpoint(seq=4, ts=TS, digest="sha256:ab", message_count=2))
+    assert line == (
+        b'{"type":"agent_checkpoint","seq":4,"ts":"2026-12-02T16:22:05Z",'
+        b'"digest":"sha256:ab","message_count":2}\n'
+    )
