@@ -196,6 +196,18 @@ class Message(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults
     truncation_marker: str | None = None
 
     def __post_init__(self) -> None:
+        # Runs on every decoded message too, so the common, already-typed case is one test.
+        if (
+            type(self.role) is Role
+            and type(self.reasoning) is tuple
+            and type(self.tool_calls) is tuple
+            and type(self.content) is not list
+            and self.extra is msgspec.UNSET
+        ):
+            return
+        self._normalize()
+
+    def _normalize(self) -> None:
         # Constructors do not convert types; keep what a caller hands over immutable and
         # typed, so that equality and encoding do not depend on list-or-tuple accidents.
         if type(self.role) is not Role:

@@ -94,8 +94,9 @@ def iter_batches(
         held_size = len(data) - cut - 1
         if held_size:
             held.append(data[cut + 1 :])
-        yield from _decode_block(complete, lineno, max_line_bytes)
-        lineno += complete.count(b"\n")
+        lines = complete.count(b"\n")
+        yield from _decode_block(complete, lines, lineno, max_line_bytes)
+        lineno += lines
     if skipping:
         lineno += 1
         yield lineno, (_too_long(lineno, skipped, max_line_bytes),)
@@ -107,16 +108,16 @@ def iter_batches(
             yield lineno, (entry,)
 
 
-def _decode_block(block: bytes, lineno: int, max_line_bytes: int) -> Iterator[Batch]:
-    """Decode complete lines (``block`` ends in ``\\n``) that follow line ``lineno``."""
+def _decode_block(block: bytes, lines: int, lineno: int, max_line_bytes: int) -> Iterator[Batch]:
+    """Decode the ``lines`` lines of ``block`` (which ends in ``\\n``) that follow ``lineno``."""
     if len(block) <= max_line_bytes:
         try:
             records = _batch_decoder.decode_lines(block)
-        except (msgspec.ValidationError, msgspec.DecodeError):
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
             pass
         else:
             # decode_lines skips blank lines; only trust its numbering when there are none.
-            if len(records) == block.count(b"\n"):
+            if len(records) == lines:
                 yield lineno + 1, records
                 return
     for raw in block.split(b"\n")[:-1]:

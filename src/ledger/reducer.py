@@ -139,10 +139,33 @@ class _Builder:
         self.pending_reasoning.clear()
 
     def step(self, entry: Entry, line: int | None) -> None:
-        # The hot path of every replay: the most frequent types are tested first, and the
-        # in-order sequence check is inline.
-        first = self.entries == 0
+        # The hot path of every replay: a message record in sequence is handled first and
+        # inline; everything else goes the general way.
         self.entries += 1
+        if type(entry) is MessageRecord:
+            seq = entry.seq
+            last = self.last_seq
+            if last is not None and seq == last + 1 and not self.damaged_run:
+                self.last_seq = seq
+                message = entry.message
+                if self.pending_reasoning:
+                    message = self.attach_pending(message, line)
+                self.messages.append(message)
+                if self.checkpoint is not None:
+                    self.after_checkpoint += 1
+                return
+        self.step_general(entry, line)
+
+    def attach_pending(self, message: Message, line: int | None) -> Message:
+        if message.role == Role.ASSISTANT:
+            message = join_message(tuple(self.pending_reasoning), message)
+            self.pending_reasoning.clear()
+        else:
+            self.drop_pending(line, f"a {message.role} message came first")
+        return message
+
+    def step_general(self, entry: Entry, line: int | None) -> None:
+        first = self.entries == 1
         if isinstance(entry, Degradation):
             self.degraded.append(entry)
             self.damaged_run += 1
@@ -158,11 +181,7 @@ class _Builder:
         if isinstance(entry, MessageRecord):
             message = entry.message
             if self.pending_reasoning:
-                if message.role == Role.ASSISTANT:
-                    message = join_message(tuple(self.pending_reasoning), message)
-                    self.pending_reasoning.clear()
-                else:
-                    self.drop_pending(line, f"a {message.role} message came first")
+                message = self.attach_pending(message, line)
             self.messages.append(message)
             if self.checkpoint is not None:
                 self.after_checkpoint += 1
