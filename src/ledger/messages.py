@@ -201,7 +201,7 @@ class Message(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults
             type(self.role) is Role
             and type(self.reasoning) is tuple
             and type(self.tool_calls) is tuple
-            and type(self.content) is not list
+            and type(self.content) is not list  # type: ignore[comparison-overlap]
             and self.extra is msgspec.UNSET
         ):
             return
