@@ -28,8 +28,11 @@ ROLLOUT_SUFFIX: Final = ".jsonl"
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,127}")
 _AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _STAMP_FORMAT: Final = "%Y-%m-%d_%H-%M-%S"
+# ASCII digits only: ``\d`` also matches other scripts' digits, which parse to the same time
+# and so would give a second name for one session.
 _NAME = re.compile(
-    r"(?P<stamp>\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2})_(?P<sid>[^_]+)(?:_(?P<agent>.+))?"
+    r"(?P<stamp>[0-9]{4}-[0-9]{2}-[0-9]{2}_[0-9]{2}-[0-9]{2}-[0-9]{2})"
+    r"_(?P<sid>[^_]+)(?:_(?P<agent>.+))?"
 )
 
 
@@ -78,7 +81,14 @@ def rollout_filename(started_at: datetime, session_id: str, agent_name: str | No
             f"started_at {started_at.isoformat()} has no timezone: pass an aware datetime "
             "(for example datetime.now(UTC))"
         )
-    stamp = started_at.astimezone(UTC).strftime(_STAMP_FORMAT)
+    try:
+        t = started_at.astimezone(UTC)
+    except OverflowError:
+        raise RolloutNameError(
+            f"started_at {started_at.isoformat()} has no UTC equivalent in the calendar"
+        ) from None
+    # Not strftime: its %Y does not pad years below 1000 to four digits on every platform.
+    stamp = f"{t.year:04d}-{t.month:02d}-{t.day:02d}_{t.hour:02d}-{t.minute:02d}-{t.second:02d}"
     name = f"{stamp}_{validate_session_id(session_id)}"
     if agent_name is not None:
         name += f"_{validate_agent_name(agent_name)}"
