@@ -1,0 +1,210 @@
+"""Rollout file names: the build/parse mirror of SPEC rule 13, and names that must be refused."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import strategies as s
+from ledger import RolloutName, RolloutNameError, parse_rollout_filename, rollout_filename
+from ledger.naming import validate_agent_name, validate_session_id
+
+T = datetime(2026, 12, 2, 16, 22, 5, 123456, tzinfo=UTC)
+
+
+def _to_second_utc(t: datetime) -> datetime:
+    return t.astimezone(UTC).replace(microsecond=0)
+
+
+@given(t=s.aware_datetimes, sid=s.session_ids, agent=st.none() | s.agent_names)
+@example(t=datetime(999, 1, 2, 3, 4, 5, tzinfo=UTC), sid="abc", agent=None)
+@example(t=datetime(5, 6, 7, 8, 9, 10, tzinfo=UTC), sid="a", agent="code_reviewer")
+@example(t=T, sid="abc", agent="a_b_c")
+@example(t=T, sid="abc", agent="x.jsonl")
+@example(t=T, sid="abc", agent="2026-12-02_16-22-05_abc")
+def test_build_parse_mirror(t: datetime, sid: str, agent: str | None) -> None:
+    """Parsing a built name gives (t to the second in UTC, sid, agent); rebuilding, the name."""
+    name = rollout_filename(t, sid, agent)
+    parsed = parse_rollout_filename(name)
+    assert parsed == RolloutName(started_at=_to_second_utc(t), session_id=sid, agent_name=agent)
+    assert parsed.started_at.tzinfo is UTC
+    assert rollout_filename(parsed.started_at, parsed.session_id, parsed.agent_name) == name
+
+
+@given(
+    name=st.text(max_size=60)
+    | st.from_regex(
+        "[0-9\u0660-\u0669]{4}-[0-9]{2}-[0-9]{2}_[0-9]{2}-[0-9]{2}-[0-9]{2}_.{0,12}[.]jsonl",
+        fullmatch=True,
+    )
+)
+@example(name="\u0662\u0660\u0662\u0666-12-02_16-22-05_abc.jsonl")
+@example(name="2026-12-02_16-22-05_abc_.jsonl")
+@example(name="2026-12-02_16-22-05__abc.jsonl")
+def test_whatever_parses_rebuilds_to_itself(name: str) -> None:
+    """Any string that parses is exactly the name built from what it parsed to (no second form)."""
+    try:
+        parsed = parse_rollout_filename(name)
+    except RolloutNameError:
+        return
+    assert rollout_filename(parsed.started_at, parsed.session_id, parsed.agent_name) == name
+
+
+def test_agent_names_with_underscores_work() -> None:
+    """`code_reviewer` and other underscore names survive the mirror, split at the first `_`."""
+    name = rollout_filename(T, "9f1c-22", "code_reviewer")
+    assert name == "2026-12-02_16-22-05_9f1c-22_code_reviewer.jsonl"
+    assert parse_rollout_filename(name).agent_name == "code_reviewer"
+    assert parse_rollout_filename(name).session_id == "9f1c-22"
+
+
+def test_name_without_agent() -> None:
+    """Without an agent name the file is `<date>_<time>_<sessionID>.jsonl`."""
+    name = rollout_filename(T, "abc")
+    assert name == "2026-12-02_16-22-05_abc.jsonl"
+    assert parse_rollout_filename(name) == RolloutName(
+        started_at=T.replace(microsecond=0), session_id="abc", agent_name=None
+    )
+
+
+def test_uuid_session_id_works() -> None:
+    """A UUID (letters, digits, dashes) is a valid session id."""
+    sid = "3f2b8a1e-6c1d-4b8e-9a57-0c6b1f3e2d10"
+    assert parse_rollout_filename(rollout_filename(T, sid)).session_id == sid
+
+
+@pytest.mark.parametrize(
+    "offset", [timedelta(hours=5, minutes=30), timedelta(hours=-8), timedelta(minutes=-1)]
+)
+def test_non_utc_times_convert_to_utc(offset: timedelta) -> None:
+    """An aware datetime in another zone is named by its UTC time."""
+    local = T.astimezone(timezone(offset))
+    assert rollout_filename(local, "abc") == rollout_filename(T, "abc")
+
+
+def test_naive_datetime_is_refused() -> None:
+    """A naive datetime is refused: its UTC time is unknown."""
+    with pytest.raises(RolloutNameError, match="no timezone"):
+        rollout_filename(datetime(2026, 1, 1), "abc")
+
+
+@pytest.mark.parametrize(
+    "t",
+    [
+        datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5))),
+        datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-5))),
+    ],
+)
+def test_time_outside_the_utc_calendar_is_refused(t: datetime) -> None:
+    """A time whose UTC value falls outside the calendar is refused with the naming error."""
+    with pytest.raises(RolloutNameError):
+        rollout_filename(t, "abc")
+
+
+BAD_SESSION_IDS = [
+    "",
+    "a/b",
+    "/abs",
+    "a\\b",
+    "..",
+    "../up",
+    "a..b",
+    ".hidden",
+    "a\x00b",
+    "a_b",
+    "_a",
+    "-a",
+    "a b",
+    "a\nb",
+    "a.b",
+    "x" * 129,
+    "é",
+]
+
+
+@pytest.mark.parametrize("sid", BAD_SESSION_IDS)
+def test_bad_session_ids_are_refused(sid: str) -> None:
+    """Session ids that could escape a directory or split back differently are refused."""
+    with pytest.raises(RolloutNameError, match="invalid session id"):
+        rollout_filename(T, sid)
+    with pytest.raises(RolloutNameError):
+        validate_session_id(sid)
+
+
+BAD_AGENT_NAMES = [
+    "",
+    "a/b",
+    "/abs",
+    "a\\b",
+    "..",
+    "../up",
+    "a..b",
+    ".hidden",
+    "a.",
+    "a\x00b",
+    "_a",
+    "-a",
+    "a b",
+    "a\nb",
+    "x" * 129,
+    "é",
+]
+
+
+@pytest.mark.parametrize("agent", BAD_AGENT_NAMES)
+def test_bad_agent_names_are_refused(agent: str) -> None:
+    """Agent names that could escape a directory or parse back differently are refused."""
+    with pytest.raises(RolloutNameError, match="invalid agent name"):
+        rollout_filename(T, "abc", agent)
+    with pytest.raises(RolloutNameError):
+        validate_agent_name(agent)
+
+
+def test_longest_names_are_accepted() -> None:
+    """Session ids and agent names of exactly 128 characters are accepted."""
+    name = rollout_filename(T, "s" * 128, "a" * 128)
+    assert parse_rollout_filename(name) == RolloutName(
+        started_at=T.replace(microsecond=0), session_id="s" * 128, agent_name="a" * 128
+    )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "",
+        ".jsonl",
+        "notes.txt",
+        "2026-12-02_16-22-05_abc.json",
+        "2026-12-02_16-22-05_abc.jsonl.gz",
+        "2026-12-02_16-22-05.jsonl",
+        "2026-12-02_16-22-05_.jsonl",
+        "2026-12-02-16-22-05_abc.jsonl",
+        "2026-13-02_16-22-05_abc.jsonl",
+        "2026-02-30_16-22-05_abc.jsonl",
+        "2026-12-02_24-00-00_abc.jsonl",
+        "2026-12-02_16-22-60_abc.jsonl",
+        "0000-01-01_00-00-00_abc.jsonl",
+        "26-12-02_16-22-05_abc.jsonl",
+        "2026-12-02_16-22-05_a.b.jsonl",
+        "2026-12-02_16-22-05_abc_..jsonl",
+        "2026-12-02_16-22-05_abc_.hidden.jsonl",
+        "2026-12-02_16-22-05_abc_a/b.jsonl",
+        "2026-12-02_16-22-05_abc_a\x00b.jsonl",
+        "sub/2026-12-02_16-22-05_abc.jsonl",
+        "\u0662\u0660\u0662\u0666-12-02_16-22-05_abc.jsonl",
+        " 2026-12-02_16-22-05_abc.jsonl",
+        "2026-12-02_16-22-05_abc.jsonl\n",
+    ],
+)
+def test_garbage_names_are_refused(name: str) -> None:
+    """Names that are not exactly `<date>_<time>_<sessionID>[_<agentName>].jsonl` are refused."""
+    with pytest.raises(RolloutNameError):
+        parse_rollout_filename(name)
+
+
+def test_error_is_a_value_error() -> None:
+    """`RolloutNameError` is a `ValueError`, so generic callers can catch it."""
+    assert issubclass(RolloutNameError, ValueError)
