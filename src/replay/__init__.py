@@ -4,5 +4,63 @@
 """
 
 from ledger.reducer import ReplayState, apply, fold
+from replay.handoff import handoff_report
+from replay.replay import (
+    Replay,
+    ReplayTooLarge,
+    TokenCounter,
+    estimate_tokens,
+    read_replay,
+)
+from replay.sessions import (
+    SessionEntry,
+    SessionFlag,
+    SessionNode,
+    SessionTree,
+    list_sessions,
+    read_session_entry,
+    session_tree,
+)
+from replay.stop import (
+    Eligibility,
+    StopFacts,
+    Tier,
+    read_stop_facts,
+    resume_eligibility,
+)
+from replay.view import (
+    INTERRUPTED_OUTPUT,
+    MemoryView,
+    ToolPairing,
+    read_memory,
+    repair_tool_pairs,
+)
 
-__all__ = ["ReplayState", "apply", "fold"]
+__all__ = [
+    "INTERRUPTED_OUTPUT",
+    "Eligibility",
+    "MemoryView",
+    "Replay",
+    "ReplayState",
+    "ReplayTooLarge",
+    "SessionEntry",
+    "SessionFlag",
+    "SessionNode",
+    "SessionTree",
+    "StopFacts",
+    "Tier",
+    "TokenCounter",
+    "ToolPairing",
+    "apply",
+    "estimate_tokens",
+    "fold",
+    "handoff_report",
+    "list_sessions",
+    "read_memory",
+    "read_replay",
+    "read_session_entry",
+    "read_stop_facts",
+    "repair_tool_pairs",
+    "resume_eligibility",
+    "session_tree",
+]

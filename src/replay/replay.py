@@ -1,0 +1,266 @@
+"""Replay: the conversation rebuilt exactly from a rollout, verified against its last checkpoint.
+
+:func:`read_replay` streams the file through the one reader and the one reducer of ``ledger``
+(there is no second implementation here), verifies the last checkpoint's digest over the
+messages rebuilt up to it, and lists every inexact restoration in ``degraded`` (SPEC rule 11).
+It returns the conversation exactly as written: system messages, full reasoning, untruncated tool
+output, duplicate tool outputs as they were. It never goes through the lossy view (SPEC rule 4).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final
+
+import attrs
+import msgspec
+
+from ledger.damage import Degradation, DegradationKind
+from ledger.digest import checkpoint_digest
+from ledger.messages import Message
+from ledger.reader import iter_file_entries
+from ledger.records import AgentCheckpoint, SessionMeta, Terminal
+from ledger.reducer import ReplayState, fold_lines
+from replay.stop import StopFacts, read_stop_facts
+
+__all__ = [
+    "BYTES_PER_TOKEN",
+    "MESSAGE_OVERHEAD_TOKENS",
+    "Replay",
+    "ReplayTooLarge",
+    "TokenCounter",
+    "estimate_tokens",
+    "read_replay",
+    "replay_from_state",
+]
+
+TokenCounter = Callable[[Message], int]
+"""Counts the tokens of one message; plug in a real tokenizer where the estimate is not enough."""
+
+BYTES_PER_TOKEN: Final = 4
+"""The default estimate's ratio for ASCII text (a common rule of thumb for BPE tokenizers)."""
+
+MESSAGE_OVERHEAD_TOKENS: Final = 4
+"""Tokens a chat format spends per message on role and framing, added by the default estimate."""
+
+_encoder = msgspec.json.Encoder(order="deterministic")
+
+
+def estimate_tokens(message: Message) -> int:
+    """The default token estimate of one message: cheap, tokenizer-free, CJK-aware.
+
+    Over the message's canonical JSON (reasoning, tool calls and provider fields included):
+    ASCII counts one token per :data:`BYTES_PER_TOKEN` bytes, and every non-ASCII character
+    (CJK, emoji, accented letters) counts one token, since BPE tokenizers rarely merge them.
+    Plus :data:`MESSAGE_OVERHEAD_TOKENS`. It is an estimate for budgets, not a bill.
+    """
+    data = _encoder.encode(message)
+    if data.isascii():
+        return MESSAGE_OVERHEAD_TOKENS + -(-len(data) // BYTES_PER_TOKEN)
+    chars = len(data.decode("utf-8"))
+    # Each non-ASCII character takes 2-4 bytes; counting extra bytes / 2 is exact for the BMP
+    # (CJK) and close enough elsewhere, without a loop in Python.
+    wide = (len(data) - chars + 1) // 2
+    return MESSAGE_OVERHEAD_TOKENS + -(-(chars - wide) // BYTES_PER_TOKEN) + wide
+
+
+@attrs.frozen
+class Replay:
+    """A rollout's conversation rebuilt exactly, with what could not be restored exactly.
+
+    ``messages`` is the conversation as written (the most recent ``max_messages`` when capped).
+    ``verified`` is true when the last checkpoint's digest and message count match the messages
+    rebuilt up to it and nothing was rebuilt after it: the whole conversation is covered.
+    ``degraded`` lists every inexact restoration, one entry each. ``total_messages`` is the
+    length of the rebuilt conversation before any cap; ``stop`` are the stop facts read from
+    the file's tail.
+    """
+
+    path: Path
+    meta: SessionMeta | None
+    messages: tuple[Message, ...]
+    checkpoint: AgentCheckpoint | None
+    terminal: Terminal | None
+    verified: bool
+    degraded: tuple[Degradation, ...]
+    estimated_tokens: int
+    total_messages: int
+    compactions: int
+    stop: StopFacts
+
+    @property
+    def exact(self) -> bool:
+        """Verified and nothing degraded: the conversation is restored exactly."""
+        return self.verified and not self.degraded
+
+    @property
+    def session_id(self) -> str | None:
+        """The session id from ``session_meta``, when the file has one."""
+        return self.meta.session_id if self.meta is not None else None
+
+
+class ReplayTooLarge(Exception):  # noqa: N818 - the public name is fixed by the specification
+    """The replayed conversation is over the token budget; ``.replay`` is the complete replay.
+
+    Write a hand-off report from it (:func:`replay.handoff_report`) rather than reading the
+    file again.
+    """
+
+    def __init__(self, replay: Replay, budget: int) -> None:
+        self.replay = replay
+        self.budget = budget
+        super().__init__(
+            f"{replay.path}: the replay is estimated at {replay.estimated_tokens} tokens, over "
+            f"the budget of {budget}; write a hand-off report from this error's .replay, or "
+            "raise the budget"
+        )
+
+
+def read_replay(
+    path: str | os.PathLike[str],
+    *,
+    token_budget: int | None = None,
+    max_messages: int | None = None,
+    token_counter: TokenCounter | None = None,
+) -> Replay:
+    """Rebuild, verify and measure the conversation in the rollout at ``path``.
+
+    ``max_messages`` keeps the most recent messages only (reported in ``degraded``);
+    ``token_counter`` replaces :func:`estimate_tokens`. Over ``token_budget``, raises
+    :class:`ReplayTooLarge` carrying the complete replay. Raises ``OSError`` when the file cannot
+    be read; damage inside the file is never raised, it is listed in ``degraded``.
+    """
+    if max_messages is not None and max_messages < 0:
+        raise ValueError(f"max_messages must be 0 or more, not {max_messages}")
+    if token_budget is not None and token_budget < 0:
+        raise ValueError(f"token_budget must be 0 or more, not {token_budget}")
+    state = fold_lines(iter_file_entries(path))
+    return replay_from_state(
+        state,
+        Path(path),
+        stop=read_stop_facts(path),
+        token_budget=token_budget,
+        max_messages=max_messages,
+        token_counter=token_counter,
+    )
+
+
+def replay_from_state(
+    state: ReplayState,
+    path: Path,
+    *,
+    stop: StopFacts,
+    token_budget: int | None = None,
+    max_messages: int | None = None,
+    token_counter: TokenCounter | None = None,
+) -> Replay:
+    """Verify, cap and measure a folded state (the second half of :func:`read_replay`)."""
+    degraded = list(state.degraded)
+    verified = _verify(state, degraded)
+    if state.pending_reasoning:
+        degraded.append(
+            Degradation(
+                kind=DegradationKind.ORPHAN_REASONING,
+                detail=f"{len(state.pending_reasoning)} reasoning block(s) at the end of the "
+                "file are not followed by their assistant message (the writer stopped between "
+                "them); not restored",
+            )
+        )
+    if state.meta is None:
+        degraded.append(
+            Degradation(
+                kind=DegradationKind.MISSING_META,
+                detail="the file has no session_meta record: session id, start time and "
+                "delegation coordinates are unknown",
+            )
+        )
+    if state.compactions:
+        degraded.append(
+            Degradation(
+                kind=DegradationKind.REBUILT_FROM_COMPACTED,
+                detail=f"rebuilt from a compacted record ({state.compactions} compaction(s)): "
+                "messages before the last compaction are replaced by its summary sequence",
+                line=state.compacted_line,
+            )
+        )
+    messages = state.messages
+    total = len(messages)
+    if max_messages is not None and total > max_messages:
+        messages = messages[total - max_messages :] if max_messages else ()
+        degraded.append(
+            Degradation(
+                kind=DegradationKind.MESSAGE_CAP,
+                detail=f"message cap reached: kept the most recent {max_messages} of {total} "
+                f"messages, dropped the first {total - max_messages}",
+            )
+        )
+    count = token_counter or estimate_tokens
+    tokens = sum(count(m) for m in messages)
+    result = Replay(
+        path=path,
+        meta=state.meta,
+        messages=messages,
+        checkpoint=state.checkpoint,
+        terminal=state.terminal,
+        verified=verified,
+        degraded=tuple(degraded),
+        estimated_tokens=tokens,
+        total_messages=total,
+        compactions=state.compactions,
+        stop=stop,
+    )
+    if token_budget is not None and tokens > token_budget:
+        raise ReplayTooLarge(result, token_budget)
+    return result
+
+
+def _verify(state: ReplayState, degraded: list[Degradation]) -> bool:
+    checkpoint = state.checkpoint
+    if checkpoint is None:
+        degraded.append(
+            Degradation(
+                kind=DegradationKind.NO_CHECKPOINT,
+                detail="the file has no agent_checkpoint: the conversation cannot be verified",
+            )
+        )
+        return False
+    ok = True
+    covered = state.at_checkpoint
+    if len(covered) != checkpoint.message_count:
+        degraded.append(
+            Degradation(
+                kind=DegradationKind.DIGEST_MISMATCH,
+                detail=f"the last checkpoint covers {checkpoint.message_count} message(s) but "
+                f"{len(covered)} were rebuilt before it: records are missing or were added",
+                line=state.checkpoint_line,
+                seq=checkpoint.seq,
+            )
+        )
+        ok = False
+    actual = checkpoint_digest(covered)
+    if actual != checkpoint.digest:
+        degraded.append(
+            Degradation(
+                kind=DegradationKind.DIGEST_MISMATCH,
+                detail=f"the last checkpoint's digest {checkpoint.digest} does not match the "
+                f"messages rebuilt before it ({actual}): the file was edited or damaged",
+                line=state.checkpoint_line,
+                seq=checkpoint.seq,
+            )
+        )
+        ok = False
+    if state.after_checkpoint:
+        degraded.append(
+            Degradation(
+                kind=DegradationKind.AFTER_CHECKPOINT,
+                detail=f"{state.after_checkpoint} record(s) after the last checkpoint are not "
+                "covered by its digest (the session was resumed and then killed?); they are "
+                "replayed unverified",
+                line=state.checkpoint_line,
+                seq=checkpoint.seq,
+            )
+        )
+        ok = False
+    return ok

@@ -1,0 +1,307 @@
+"""Listing the rollouts under a root, and the delegation tree they form.
+
+:func:`list_sessions` reads only the first line (``session_meta``) and the tail (stop facts) of
+each file: it never rebuilds messages, so its cost does not grow with the conversations. A file
+whose name does not parse, whose head is damaged, or which cannot be read is still listed, with
+flags saying what is wrong. A delegated child without its coordinates is flagged, never taken
+for a root (SPEC rule 13).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Final
+
+import attrs
+
+from ledger.codec import RecordDecodeError, decode_record
+from ledger.naming import ROLLOUT_SUFFIX, RolloutName, RolloutNameError, parse_rollout_filename
+from ledger.records import SessionMeta
+from replay.stop import (
+    Eligibility,
+    StopFacts,
+    Tier,
+    child_without_coordinates,
+    resume_eligibility,
+    stop_facts_from_file,
+)
+
+__all__ = [
+    "SessionEntry",
+    "SessionFlag",
+    "SessionNode",
+    "SessionTree",
+    "iter_rollout_paths",
+    "list_sessions",
+    "read_session_entry",
+    "session_tree",
+]
+
+_HEAD_LIMIT: Final = 4 * 1024 * 1024
+_BOM: Final = b"\xef\xbb\xbf"
+
+
+class SessionFlag(StrEnum):
+    """Something wrong with a listed rollout, shown beside it rather than hiding it."""
+
+    NAME_UNPARSEABLE = "name_unparseable"
+    NAME_MISMATCH = "name_mismatch"
+    HEAD_DAMAGED = "head_damaged"
+    UNREADABLE = "unreadable"
+    CHILD_WITHOUT_COORDINATES = "child_without_coordinates"
+    DUPLICATE_SESSION_ID = "duplicate_session_id"
+    PARENT_NOT_FOUND = "parent_not_found"
+
+
+@attrs.frozen
+class SessionEntry:
+    """One rollout file as the listing sees it: head, tail, and flags; never its messages.
+
+    Identity fields come from ``session_meta`` and, when the head is damaged, from the file
+    name. ``notes`` says in words what each flag means for this file.
+    """
+
+    path: Path
+    name: RolloutName | None
+    session_id: str | None
+    agent_name: str | None
+    started_at: datetime | None
+    parent_session_id: str | None
+    delegation_id: str | None
+    size: int
+    meta: SessionMeta | None
+    stop: StopFacts
+    eligibility: Eligibility
+    flags: tuple[SessionFlag, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def is_child(self) -> bool:
+        """Whether the file says it is a delegated child (any coordinate present)."""
+        return self.parent_session_id is not None or self.delegation_id is not None
+
+
+def iter_rollout_paths(root: str | os.PathLike[str]) -> Iterator[Path]:
+    """Every ``*.jsonl`` file under ``root``, recursively, skipping hidden directories."""
+    stack = [os.fspath(root)]
+    while stack:
+        d = stack.pop()
+        try:
+            it = os.scandir(d)
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                if e.name.startswith("."):
+                    continue
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(e.path)
+                    elif e.name.endswith(ROLLOUT_SUFFIX) and e.is_file():
+                        yield Path(e.path)
+                except OSError:
+                    continue
+
+
+def list_sessions(root: str | os.PathLike[str]) -> tuple[SessionEntry, ...]:
+    """One entry per rollout under ``root`` (recursively), oldest first.
+
+    A missing root lists nothing. Two files claiming one session id are both flagged
+    :attr:`SessionFlag.DUPLICATE_SESSION_ID`.
+    """
+    entries = [read_session_entry(p) for p in iter_rollout_paths(root)]
+    counts = Counter(e.session_id for e in entries if e.session_id is not None)
+    dupes = {sid for sid, n in counts.items() if n > 1}
+    if dupes:
+        entries = [
+            _flag(
+                e,
+                SessionFlag.DUPLICATE_SESSION_ID,
+                f"{counts[e.session_id]} files claim session id {e.session_id}",
+            )
+            if e.session_id in dupes
+            else e
+            for e in entries
+        ]
+    known = set(counts)
+    entries = [
+        _flag(
+            e,
+            SessionFlag.PARENT_NOT_FOUND,
+            f"parent session {e.parent_session_id} is not among the rollouts listed",
+        )
+        if e.parent_session_id and e.parent_session_id not in known
+        else e
+        for e in entries
+    ]
+    entries.sort(key=_order)
+    return tuple(entries)
+
+
+def _order(e: SessionEntry) -> tuple[float, str]:
+    return (e.started_at.timestamp() if e.started_at is not None else float("-inf"), str(e.path))
+
+
+def _flag(e: SessionEntry, flag: SessionFlag, note: str) -> SessionEntry:
+    return attrs.evolve(e, flags=(*e.flags, flag), notes=(*e.notes, note))
+
+
+def read_session_entry(path: str | os.PathLike[str]) -> SessionEntry:
+    """The listing entry of one rollout: its first line and its tail, never its messages."""
+    p = Path(path)
+    flags: list[SessionFlag] = []
+    notes: list[str] = []
+    name: RolloutName | None = None
+    try:
+        name = parse_rollout_filename(p.name)
+    except RolloutNameError as exc:
+        flags.append(SessionFlag.NAME_UNPARSEABLE)
+        notes.append(str(exc))
+    meta: SessionMeta | None = None
+    size = 0
+    try:
+        with open(p, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            head = f.readline(_HEAD_LIMIT)
+            meta, why = _parse_head(head)
+            stop = stop_facts_from_file(f, size)
+    except OSError as exc:
+        flags.append(SessionFlag.UNREADABLE)
+        notes.append(f"cannot read the file: {exc.strerror or exc}")
+        stop = StopFacts(found=False)
+        why = None
+    if why is not None:
+        flags.append(SessionFlag.HEAD_DAMAGED)
+        notes.append(f"first line: {why}; identity taken from the file name")
+    if meta is not None and name is not None and name.session_id != meta.session_id:
+        flags.append(SessionFlag.NAME_MISMATCH)
+        notes.append(
+            f"the file name says session {name.session_id} but session_meta says "
+            f"{meta.session_id}; session_meta wins"
+        )
+    if child_without_coordinates(meta):
+        flags.append(SessionFlag.CHILD_WITHOUT_COORDINATES)
+        notes.append(
+            "a delegated child with a missing or empty parent session id or delegation id: "
+            "not a root, and not replayable as-is"
+        )
+    eligibility = resume_eligibility(stop, meta=meta)
+    if SessionFlag.UNREADABLE in flags:
+        eligibility = Eligibility(
+            replayable=False, tier=Tier.UNKNOWN, reason=f"stop unknown: {notes[-1]}"
+        )
+    return SessionEntry(
+        path=p,
+        name=name,
+        session_id=meta.session_id if meta is not None else (name.session_id if name else None),
+        agent_name=meta.agent_name if meta is not None else (name.agent_name if name else None),
+        started_at=meta.started_at if meta is not None else (name.started_at if name else None),
+        parent_session_id=meta.parent_session_id if meta is not None else None,
+        delegation_id=meta.delegation_id if meta is not None else None,
+        size=size,
+        meta=meta,
+        stop=stop,
+        eligibility=eligibility,
+        flags=tuple(flags),
+        notes=tuple(notes),
+    )
+
+
+def _parse_head(head: bytes) -> tuple[SessionMeta | None, str | None]:
+    if head.startswith(_BOM):
+        head = head[len(_BOM) :]
+    if not head.strip():
+        return None, "the file is empty or starts with a blank line"
+    if not head.endswith(b"\n") and len(head) >= _HEAD_LIMIT:
+        return None, f"longer than {_HEAD_LIMIT} bytes"
+    try:
+        record = decode_record(head)
+    except RecordDecodeError as exc:
+        return None, str(exc)
+    if not isinstance(record, SessionMeta):
+        kind = getattr(record, "type", None) or type(record).__name__
+        return None, f"a {kind!r} record where session_meta was expected"
+    return record, None
+
+
+@attrs.frozen
+class SessionNode:
+    """A session in the delegation tree, with the children it delegated to."""
+
+    entry: SessionEntry
+    children: tuple[SessionNode, ...] = ()
+
+
+@attrs.frozen
+class SessionTree:
+    """The delegation tree of listed sessions.
+
+    ``roots`` are sessions without coordinates (each with its descendants); ``detached`` are
+    delegated children that cannot be attached: coordinates missing, a parent that is not
+    listed, or a cycle. They are listed, never taken for roots.
+    """
+
+    roots: tuple[SessionNode, ...]
+    detached: tuple[SessionNode, ...]
+
+    def walk(self) -> Iterator[tuple[int, SessionNode]]:
+        """``(depth, node)`` for every node, roots first then detached, depth-first."""
+        for top in (*self.roots, *self.detached):
+            stack = [(0, top)]
+            while stack:
+                depth, node = stack.pop()
+                yield depth, node
+                stack.extend((depth + 1, c) for c in reversed(node.children))
+
+
+def session_tree(entries: Iterable[SessionEntry]) -> SessionTree:
+    """Build the delegation tree: each child under the session named by its parent session id.
+
+    When two files claim one session id, children attach to the first listed.
+    """
+    items = list(entries)
+    by_id: dict[str, int] = {}
+    for i, e in enumerate(items):
+        if e.session_id is not None:
+            by_id.setdefault(e.session_id, i)
+    children: dict[int, list[int]] = {}
+    tops: list[int] = []
+    detached: list[int] = []
+    for i, e in enumerate(items):
+        if not e.is_child:
+            tops.append(i)
+            continue
+        parent = by_id.get(e.parent_session_id) if e.parent_session_id else None
+        if parent is None or parent == i:
+            detached.append(i)
+        else:
+            children.setdefault(parent, []).append(i)
+    placed: set[int] = set()
+
+    def build(i: int) -> SessionNode:
+        # Iterative post-order: delegation chains can be deep, and a cycle must not recurse.
+        order: list[int] = []
+        stack = [i]
+        while stack:
+            j = stack.pop()
+            if j in placed:
+                continue
+            placed.add(j)
+            order.append(j)
+            stack.extend(children.get(j, ()))
+        nodes: dict[int, SessionNode] = {}
+        for j in reversed(order):
+            kids = tuple(nodes[k] for k in children.get(j, ()) if k in nodes)
+            nodes[j] = SessionNode(entry=items[j], children=kids)
+        return nodes[i]
+
+    roots = [build(i) for i in tops]
+    loose = [build(i) for i in detached if i not in placed]
+    # Whatever is still unplaced sits on a cycle of parent ids: show it, detached.
+    loose += [build(i) for i in range(len(items)) if i not in placed]
+    return SessionTree(roots=tuple(roots), detached=tuple(loose))
