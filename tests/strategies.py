@@ -267,3 +267,80 @@ aware_datetimes = st.datetimes(
     max_value=datetime(9999, 12, 30),
     timezones=st.just(UTC) | fixed_offsets,
 )
+
+
+# --- faults ---
+# Helpers for the fault campaigns (tests/test_faults_*.py): a small, fully featured rollout built
+# by hand from the codec, so that damage tests need nothing but the committed core.
+
+FAULT_START = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+def fault_conversation() -> list[Message]:
+    """A short conversation that uses every feature a rollout line can carry."""
+    return [
+        Message(role=Role.SYSTEM, content="You are careful."),
+        Message(role=Role.USER, content="Count the lines of README.md, s'il vous plaît ✓"),
+        Message(
+            role=Role.ASSISTANT,
+            reasoning=(
+                Reasoning(text="I should count.", signature="sig-1"),
+                Reasoning(kind=ReasoningKind.ENCRYPTED, encrypted="ZW5jcnlwdGVk"),
+            ),
+            tool_calls=(ToolCall(id="call_1", name="shell", arguments='{"cmd": "wc -l"'),),
+        ),
+        Message(role=Role.TOOL, tool_call_id="call_1", content="42 README.md", is_anchored=True),
+        Message(role=Role.ASSISTANT, content=(TextPart(text="It has 42 lines."),)),
+    ]
+
+
+def fault_rollout_lines(
+    conversation: list[Message],
+    *,
+    session_id: str = "fault-session",
+    stop: StopKind | None = StopKind.PAUSED,
+    checkpoint: bool = True,
+) -> list[bytes]:
+    """The lines (each ending in ``\\n``) of a rollout of ``conversation``, as a writer makes them.
+
+    With ``checkpoint`` the terminal path is appended: a checkpoint over the conversation and,
+    when ``stop`` is not None, a terminal record of that kind.
+    """
+    from ledger import checkpoint_digest, encode_line
+    from ledger import message_records as records_of
+
+    ts = FAULT_START
+    lines = [
+        encode_line(
+            SessionMeta(
+                seq=1,
+                ts=ts,
+                format_version=FORMAT_VERSION,
+                session_id=session_id,
+                started_at=ts,
+                agent_name="faulty",
+            )
+        )
+    ]
+    seq = 1
+    for m in conversation:
+        for r in records_of(m, first_seq=seq + 1, ts=ts):
+            lines.append(encode_line(r))
+            seq = r.seq
+    if checkpoint:
+        seq += 1
+        digest = checkpoint_digest(conversation)
+        lines.append(
+            encode_line(
+                AgentCheckpoint(seq=seq, ts=ts, digest=digest, message_count=len(conversation))
+            )
+        )
+        if stop is not None:
+            seq += 1
+            lines.append(encode_line(Terminal(seq=seq, ts=ts, stop_kind=stop, reason="test")))
+    return lines
+
+
+def unanchored(messages: tuple[Message, ...] | list[Message]) -> list[Message]:
+    """Messages without the bookkeeping fields the digest leaves out."""
+    return [msgspec.structs.replace(m, is_anchored=False, truncation_marker=None) for m in messages]
