@@ -1,0 +1,679 @@
+"""The batched rollout writer: contract, batching, durability, locking, repair, faults, asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ledger.writer as writer_module
+import strategies as s
+from ledger import (
+    AgentCheckpoint,
+    Durability,
+    Message,
+    RolloutExistsError,
+    RolloutWriter,
+    SessionMeta,
+    StopKind,
+    Terminal,
+    WriterBusyError,
+    WriterClosedError,
+    WriterError,
+    WriterFailedError,
+    checkpoint_digest,
+)
+from ledger.damage import DegradationKind
+from ledger.reader import rebuild
+from writer_contract import WriterContract, conversation, read_records
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+@contextlib.contextmanager
+def held(writer: RolloutWriter) -> Iterator[None]:
+    """Hold the worker: it writes nothing until a drain asks for it."""
+    writer._hold = True
+    try:
+        yield
+    finally:
+        with writer._cond:
+            writer._hold = False
+            writer._cond.notify_all()
+
+
+class TestRolloutWriterContract(WriterContract):
+    """The writer contract, bound to :class:`RolloutWriter`."""
+
+    busy_error = WriterBusyError
+    closed_error = WriterClosedError
+
+    def create(self, directory: Path, **kwargs: Any) -> RolloutWriter:
+        return RolloutWriter.create(directory, **kwargs)
+
+    def reopen(self, path: Path) -> RolloutWriter:
+        return RolloutWriter.open(path)
+
+    def hold_writes(self, writer: Any) -> contextlib.AbstractContextManager[None]:
+        return held(writer)
+
+
+@pytest.fixture
+def writer(tmp_path: Path) -> Iterator[RolloutWriter]:
+    w = RolloutWriter.create(tmp_path)
+    try:
+        yield w
+    finally:
+        with contextlib.suppress(WriterError):
+            w.close()
+
+
+def user(i: int | str) -> Message:
+    return Message(role="user", content=f"message {i}")
+
+
+# --- the round trip --------------------------------------------------------------------------
+
+
+@given(msgs=s.message_lists, kind=st.sampled_from(StopKind))
+def test_any_messages_appended_stopped_and_rebuilt_come_back_equal(
+    msgs: list[Message], kind: StopKind
+) -> None:
+    """Any message sequence written, stopped and rebuilt is equal and its digest verifies."""
+    with tempfile.TemporaryDirectory() as d:
+        w = RolloutWriter.create(d, durability=Durability.OS)
+        for m in msgs:
+            w.append(m)
+        w.stop(kind)
+        w.close()
+        state = rebuild(w.path)
+        assert state.messages == tuple(msgs)
+        assert state.degraded == ()
+        assert state.checkpoint is not None
+        assert state.checkpoint.digest == checkpoint_digest(state.at_checkpoint)
+        assert state.checkpoint.message_count == len(msgs)
+        assert state.terminal is not None
+        assert state.terminal.kind is kind
+
+
+@given(
+    before=s.message_lists,
+    kept=st.lists(s.messages(), max_size=4),
+    after=s.message_lists,
+)
+def test_checkpoint_after_compaction_verifies_against_the_file(
+    before: list[Message], kept: list[Message], after: list[Message]
+) -> None:
+    """With a compaction in the middle, the checkpoint covers the compacted conversation."""
+    with tempfile.TemporaryDirectory() as d:
+        w = RolloutWriter.create(d, durability=Durability.OS)
+        for m in before:
+            w.append(m)
+        w.compacted(kept)
+        for m in after:
+            w.append(m)
+        w.stop(StopKind.PAUSED)
+        w.close()
+        state = rebuild(w.path)
+        assert state.messages == tuple(kept + after)
+        assert state.checkpoint is not None
+        assert state.checkpoint.digest == checkpoint_digest(kept + after)
+
+
+# --- create -------------------------------------------------------------------------------------
+
+
+def test_session_id_defaults_to_a_uuid(writer: RolloutWriter) -> None:
+    """Without a session id, a new UUID names the session and the file."""
+    import uuid
+
+    assert str(uuid.UUID(writer.session_id)) == writer.session_id
+    assert writer.session_id in writer.path.name
+
+
+def test_meta_fills_fields_and_extra(tmp_path: Path) -> None:
+    """model/provider/cwd/project fill their fields; every other key goes to extra as JSON."""
+    meta = {"model": "m-1", "provider": "p", "cwd": "/w", "project": "x", "temperature": 0.5}
+    with RolloutWriter.create(tmp_path, session_id="s1", meta=meta) as w:
+        pass
+    first = read_records(w.path)[0]
+    assert isinstance(first, SessionMeta)
+    assert (first.model, first.provider, first.cwd, first.project) == ("m-1", "p", "/w", "x")
+    assert isinstance(first.extra, msgspec.Raw)
+    assert msgspec.json.decode(first.extra) == {"temperature": 0.5}
+
+
+@pytest.mark.parametrize("meta", [{"model": 3}, {1: "x"}, {"other": object()}, ["model"]], ids=repr)
+def test_bad_meta_is_refused_before_any_file_exists(tmp_path: Path, meta: Any) -> None:
+    """Metadata that is not a str-keyed mapping of JSON values is refused; no file is made."""
+    with pytest.raises(TypeError):
+        RolloutWriter.create(tmp_path, meta=meta)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_existing_file_is_never_clobbered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Creating a rollout whose name exists fails and leaves the existing file untouched."""
+    fixed = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    monkeypatch.setattr(writer_module, "_now", lambda: fixed)
+    with RolloutWriter.create(tmp_path, session_id="same") as w:
+        w.append(user(1))
+    content = w.path.read_bytes()
+    with pytest.raises(RolloutExistsError, match="never overwritten") as info:
+        RolloutWriter.create(tmp_path, session_id="same")
+    assert isinstance(info.value, FileExistsError)
+    assert w.path.read_bytes() == content
+
+
+# --- batching and durability ------------------------------------------------------------------
+
+
+def test_each_batch_is_one_write_of_at_most_32_records(
+    writer: RolloutWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Queued records go out in single os.write calls of at most 32 lines each."""
+    real_write = os.write
+    sizes: list[int] = []
+
+    def counting_write(fd: int, data: Any) -> int:
+        if fd == writer._fd:
+            sizes.append(bytes(data).count(b"\n"))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", counting_write)
+    with held(writer):
+        for i in range(100):
+            writer.append(user(i))
+        writer.drain()
+    assert sizes == [32, 32, 32, 4]
+
+
+def test_partial_os_writes_are_completed(
+    writer: RolloutWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When os.write writes only part of a batch, the rest follows; nothing is lost."""
+    real_write = os.write
+
+    def short_write(fd: int, data: Any) -> int:
+        if fd == writer._fd:
+            return real_write(fd, bytes(data)[:7])
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", short_write)
+    for i in range(40):
+        writer.append(user(i))
+    writer.drain()
+    monkeypatch.undo()
+    assert rebuild(writer.path).messages == tuple(user(i) for i in range(40))
+
+
+@pytest.mark.parametrize(
+    ("durability", "expected"),
+    [(Durability.OS, 0), (Durability.BATCH, 4), (Durability.DRAIN, 1)],
+)
+def test_durability_decides_when_to_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durability: Durability, expected: int
+) -> None:
+    """OS never fsyncs, BATCH fsyncs once per batch, DRAIN once per drain."""
+    w = RolloutWriter.create(tmp_path, durability=durability)
+    calls: list[int] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        if fd == w._fd:
+            calls.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    with held(w):
+        for i in range(100):
+            w.append(user(i))
+        w.drain()
+    assert len(calls) == expected
+    w.close()
+
+
+def test_default_durability_is_fsync_on_drain(writer: RolloutWriter) -> None:
+    """The documented default (ADR 0020) is to fsync when draining."""
+    assert writer.durability is Durability.DRAIN
+
+
+def test_append_does_not_wait_for_the_disk(writer: RolloutWriter) -> None:
+    """append() returns while the worker is held back: it only enqueues."""
+    with held(writer):
+        for i in range(200):
+            writer.append(user(i))
+        assert writer.path.read_bytes().count(b"\n") == 1
+        writer.drain()
+    assert writer.path.read_bytes().count(b"\n") == 201
+
+
+def test_reasoning_on_a_non_assistant_message_is_refused(writer: RolloutWriter) -> None:
+    """A message whose reasoning could not be restored is refused and takes no seq."""
+    from ledger import Reasoning
+
+    with pytest.raises(ValueError, match="only assistant messages carry reasoning"):
+        writer.append(Message(role="user", content="x", reasoning=(Reasoning(text="t"),)))
+    assert writer.next_seq == 2
+
+
+def test_append_refuses_what_is_not_a_message(writer: RolloutWriter) -> None:
+    """append() takes ledger.Message values only."""
+    with pytest.raises(TypeError, match=r"ledger\.Message"):
+        writer.append({"role": "user", "content": "hi"})  # type: ignore[arg-type]
+
+
+# --- one writer per file ----------------------------------------------------------------------
+
+
+def test_a_writer_in_another_process_is_refused(writer: RolloutWriter) -> None:
+    """A second writer in another process fails at once, naming the file and the reason."""
+    code = textwrap.dedent(
+        """
+        import sys
+        from ledger import RolloutWriter, WriterBusyError
+        try:
+            RolloutWriter.open(sys.argv[1])
+        except WriterBusyError as exc:
+            print(exc)
+            sys.exit(3)
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(writer.path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        check=False,
+        timeout=60,
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert str(writer.path) in proc.stdout
+    assert "another writer holds it" in proc.stdout
+
+
+# --- open and the torn tail -------------------------------------------------------------------
+
+
+def make_rollout(directory: Path, n: int) -> Path:
+    w = RolloutWriter.create(directory, durability=Durability.OS)
+    for i in range(n):
+        w.append(user(i))
+    w.close()
+    return w.path
+
+
+def test_open_a_missing_file_says_so(tmp_path: Path) -> None:
+    """Opening a file that does not exist names it and points at create()."""
+    with pytest.raises(WriterError, match="does not exist"):
+        RolloutWriter.open(tmp_path / "nope.jsonl")
+
+
+def test_open_a_file_without_session_meta_is_refused(tmp_path: Path) -> None:
+    """A file that does not start a session cannot be continued."""
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b"")
+    with pytest.raises(WriterError, match="no session_meta"):
+        RolloutWriter.open(path)
+
+
+def test_a_torn_last_line_is_moved_aside(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A half-written last line is cut off, kept in <name>.torn, logged, and seqs continue."""
+    path = make_rollout(tmp_path, 3)
+    good = path.read_bytes()
+    torn = b'{"type":"message","seq":5,"ts":"2026-'
+    path.write_bytes(good + torn)
+    with caplog.at_level(logging.WARNING, logger="ledger.writer"):
+        w = RolloutWriter.open(path)
+    assert w.repair is not None
+    assert w.repair.kind == "torn_line_moved"
+    assert w.repair.offset == len(good)
+    assert w.repair.sidecar == path.with_name(path.name + ".torn")
+    assert w.repair.sidecar.read_bytes() == torn
+    assert "repaired the tail" in caplog.text
+    assert w.next_seq == 5
+    w.append(user(3))
+    w.stop(StopKind.PAUSED)
+    w.close()
+    state = rebuild(path)
+    assert state.messages == tuple(user(i) for i in range(4))
+    assert state.degraded == ()
+
+
+def test_a_second_torn_line_gets_its_own_sidecar(tmp_path: Path) -> None:
+    """A later repair never overwrites the bytes an earlier repair kept."""
+    path = make_rollout(tmp_path, 1)
+    path.write_bytes(path.read_bytes() + b"{torn one")
+    RolloutWriter.open(path).close()
+    path.write_bytes(path.read_bytes() + b"{torn two")
+    w = RolloutWriter.open(path)
+    w.close()
+    assert w.repair is not None
+    assert w.repair.sidecar == path.with_name(path.name + ".torn.1")
+    assert path.with_name(path.name + ".torn").read_bytes() == b"{torn one"
+    assert w.repair.sidecar.read_bytes() == b"{torn two"
+
+
+def test_a_complete_last_record_only_gets_its_newline(tmp_path: Path) -> None:
+    """A last record complete but for its line end is kept, and a line end is added."""
+    path = make_rollout(tmp_path, 2)
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    w = RolloutWriter.open(path)
+    assert w.repair is not None
+    assert w.repair.kind == "newline_added"
+    assert w.repair.sidecar is None
+    assert w.next_seq == 4
+    w.append(user(2))
+    w.close()
+    assert rebuild(path).messages == tuple(user(i) for i in range(3))
+    assert not path.with_name(path.name + ".torn").exists()
+
+
+def test_a_clean_file_needs_no_repair(tmp_path: Path) -> None:
+    """Opening an undamaged rollout changes nothing and reports no repair."""
+    path = make_rollout(tmp_path, 2)
+    before = path.read_bytes()
+    w = RolloutWriter.open(path)
+    w.close()
+    assert w.repair is None
+    assert path.read_bytes() == before
+
+
+# --- errors are not lost ----------------------------------------------------------------------
+
+
+def failing_write(monkeypatch: pytest.MonkeyPatch, fd: int, err: int, partial: int = 0) -> None:
+    """Make os.write on ``fd`` write ``partial`` bytes then fail with ``err`` from then on."""
+    real_write = os.write
+    state = {"partial": partial}
+
+    def fake(target: int, data: Any) -> int:
+        if target != fd:
+            return real_write(target, data)
+        if state["partial"]:
+            n = real_write(target, bytes(data)[: state["partial"]])
+            state["partial"] = 0
+            return n
+        raise OSError(err, os.strerror(err))
+
+    monkeypatch.setattr(os, "write", fake)
+
+
+@pytest.mark.parametrize("err", [errno.ENOSPC, errno.EACCES, errno.EIO])
+def test_a_write_error_surfaces_at_the_next_drain(
+    writer: RolloutWriter, monkeypatch: pytest.MonkeyPatch, err: int
+) -> None:
+    """An I/O error in the worker is raised by the next drain, naming the file and the cause."""
+    writer.append(user(0))
+    writer.drain()
+    failing_write(monkeypatch, writer._fd, err)
+    writer.append(user(1))
+    with pytest.raises(WriterFailedError) as info:
+        writer.drain()
+    assert str(writer.path) in str(info.value)
+    assert os.strerror(err) in str(info.value)
+    assert isinstance(info.value.__cause__, OSError)
+    assert info.value.__cause__.errno == err
+
+
+@pytest.mark.parametrize("then", ["append", "drain", "stop", "close"])
+def test_a_write_error_surfaces_at_every_entry_point(
+    writer: RolloutWriter, monkeypatch: pytest.MonkeyPatch, then: str
+) -> None:
+    """After a failed write, append, drain, stop and close each raise WriterFailedError."""
+    failing_write(monkeypatch, writer._fd, errno.ENOSPC)
+    writer.append(user(0))
+    # Wait for the worker to fail without draining (drain would be the entry point itself).
+    with writer._cond:
+        writer._flush_wanted = writer._enqueued
+        writer._cond.notify_all()
+        while writer._error is None:
+            writer._cond.wait()
+    actions = {
+        "append": lambda: writer.append(user(1)),
+        "drain": writer.drain,
+        "stop": lambda: writer.stop(StopKind.PAUSED),
+        "close": writer.close,
+    }
+    with pytest.raises(WriterFailedError, match="No space left"):
+        actions[then]()
+
+
+def test_a_partial_write_before_an_error_is_cut_back(
+    writer: RolloutWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch half-written when the disk fills is cut back: the file ends on a full record."""
+    for i in range(3):
+        writer.append(user(i))
+    writer.drain()
+    good = writer.path.read_bytes()
+    failing_write(monkeypatch, writer._fd, errno.ENOSPC, partial=10)
+    for i in range(3, 6):
+        writer.append(user(i))
+    with pytest.raises(WriterFailedError, match="not written"):
+        writer.drain()
+    monkeypatch.undo()
+    assert writer.path.read_bytes() == good
+    state = rebuild(writer.path)
+    assert state.messages == tuple(user(i) for i in range(3))
+    assert state.degraded == ()
+    with pytest.raises(WriterFailedError):
+        writer.close()
+    writer.close()  # reported once; the lock is released
+    again = RolloutWriter.open(writer.path)
+    assert again.next_seq == 5
+    again.close()
+
+
+def test_a_removed_file_surfaces_at_drain(writer: RolloutWriter) -> None:
+    """Writing into a file that was deleted is reported instead of silently going nowhere."""
+    writer.append(user(0))
+    writer.path.unlink()
+    with pytest.raises(WriterFailedError, match="removed"):
+        writer.drain()
+
+
+# --- kill -9 after drain ----------------------------------------------------------------------
+
+
+def test_kill_9_after_drain_loses_nothing_drained(tmp_path: Path) -> None:
+    """Records drained before the process is killed with SIGKILL are all in the file."""
+    code = textwrap.dedent(
+        """
+        import sys, time
+        from ledger import Message, RolloutWriter
+        w = RolloutWriter.create(sys.argv[1])
+        for i in range(500):
+            w.append(Message(role="user", content=f"message {i}"))
+        w.drain()
+        print(w.path, flush=True)
+        for i in range(500, 100000):
+            w.append(Message(role="user", content=f"message {i}"))
+        time.sleep(60)
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+    )
+    try:
+        assert proc.stdout is not None
+        path = Path(proc.stdout.readline().strip())
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    assert proc.returncode == -signal.SIGKILL
+    state = rebuild(path)
+    assert state.messages[:500] == tuple(user(i) for i in range(500))
+    # Whatever the worker wrote after the drain is a prefix of what was appended.
+    assert state.messages == tuple(user(i) for i in range(len(state.messages)))
+    assert {d.kind for d in state.degraded} <= {DegradationKind.TORN_TAIL}
+    # And the killed file can be continued.
+    with RolloutWriter.open(path) as w:
+        w.stop(StopKind.INTERRUPTED, "killed")
+    assert rebuild(path).terminal is not None
+
+
+# --- the context manager ----------------------------------------------------------------------
+
+
+def leave_by(w: RolloutWriter, body: Callable[[], object]) -> None:
+    """Run ``body`` inside ``with w:`` after appending one message."""
+    with w:
+        w.append(user(0))
+        body()
+
+
+def raiser(exc: BaseException) -> Callable[[], object]:
+    def body() -> object:
+        raise exc
+
+    return body
+
+
+def test_leaving_the_block_by_an_exception_records_an_error_stop(tmp_path: Path) -> None:
+    """An exception leaving the block writes a checkpoint and an 'error' terminal, then closes."""
+    w = RolloutWriter.create(tmp_path)
+    with pytest.raises(ZeroDivisionError):
+        leave_by(w, lambda: 1 / 0)
+    assert w.closed
+    state = rebuild(w.path)
+    assert state.messages == (user(0),)
+    assert state.checkpoint is not None
+    assert state.terminal is not None
+    assert state.terminal.kind is StopKind.ERROR
+    assert state.terminal.error is not None
+    assert state.terminal.error.type == "ZeroDivisionError"
+    assert "ZeroDivisionError" in state.terminal.reason
+
+
+def test_keyboard_interrupt_is_recorded_as_interrupted(tmp_path: Path) -> None:
+    """Ctrl-C leaving the block records the 'interrupted' stop kind."""
+    w = RolloutWriter.create(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        leave_by(w, raiser(KeyboardInterrupt()))
+    terminal = rebuild(w.path).terminal
+    assert terminal is not None
+    assert terminal.kind is StopKind.INTERRUPTED
+
+
+def test_normal_exit_without_stop_only_closes(tmp_path: Path) -> None:
+    """Leaving the block normally writes no stop point the caller did not choose."""
+    with RolloutWriter.create(tmp_path) as w:
+        w.append(user(0))
+    assert w.closed
+    state = rebuild(w.path)
+    assert state.messages == (user(0),)
+    assert state.checkpoint is None
+    assert state.terminal is None
+
+
+def test_an_exception_after_stop_adds_no_second_stop(tmp_path: Path) -> None:
+    """When the block already stopped, an exception afterwards records nothing more."""
+    w = RolloutWriter.create(tmp_path)
+
+    def stop_then_fail() -> None:
+        w.stop(StopKind.COMPLETED)
+        raise RuntimeError("after the fact")
+
+    with pytest.raises(RuntimeError):
+        leave_by(w, stop_then_fail)
+    kinds = [type(r) for r in read_records(w.path)]
+    assert kinds.count(Terminal) == 1
+    assert kinds.count(AgentCheckpoint) == 1
+
+
+def test_the_block_exception_wins_over_a_failed_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the stop point cannot be written, the block's exception propagates with a note."""
+    w = RolloutWriter.create(tmp_path)
+    failing_write(monkeypatch, w._fd, errno.ENOSPC)
+    with pytest.raises(ValueError, match="boom") as info:
+        leave_by(w, raiser(ValueError("boom")))
+    assert any("stop point was not written" in n for n in info.value.__notes__)
+    assert w.closed
+
+
+# --- asyncio ----------------------------------------------------------------------------------
+
+
+def test_async_forms_drain_stop_and_close(tmp_path: Path) -> None:
+    """adrain, astop and aclose do the work of their blocking twins from a coroutine."""
+
+    async def main() -> RolloutWriter:
+        w = RolloutWriter.create(tmp_path)
+        for m in conversation():
+            w.append(m)
+        await w.adrain()
+        assert rebuild(w.path).messages == tuple(conversation())
+        terminal = await w.astop(StopKind.PAUSED, "async")
+        assert terminal.reason == "async"
+        await w.aclose()
+        return w
+
+    w = asyncio.run(main())
+    assert w.closed
+    state = rebuild(w.path)
+    assert state.checkpoint is not None
+    assert state.checkpoint.digest == checkpoint_digest(conversation())
+
+
+def test_async_with_records_cancellation_as_cancelled(tmp_path: Path) -> None:
+    """A task cancelled inside ``async with`` records the 'cancelled' stop kind."""
+    box: list[RolloutWriter] = []
+
+    async def body() -> None:
+        async with RolloutWriter.create(tmp_path) as w:
+            box.append(w)
+            w.append(user(0))
+            await asyncio.Event().wait()
+
+    async def main() -> None:
+        task = asyncio.create_task(body())
+        while not box:
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    state = rebuild(box[0].path)
+    assert box[0].closed
+    assert state.terminal is not None
+    assert state.terminal.kind is StopKind.CANCELLED
+    assert state.messages == (user(0),)
+
+
+def test_async_with_normal_exit_closes(tmp_path: Path) -> None:
+    """Leaving ``async with`` normally drains and closes."""
+
+    async def main() -> RolloutWriter:
+        async with RolloutWriter.create(tmp_path) as w:
+            w.append(user(0))
+        return w
+
+    w = asyncio.run(main())
+    assert w.closed
+    assert rebuild(w.path).messages == (user(0),)
