@@ -159,7 +159,11 @@ def test_meta_fills_fields_and_extra(tmp_path: Path) -> None:
     assert msgspec.json.decode(first.extra) == {"temperature": 0.5}
 
 
-@pytest.mark.parametrize("meta", [{"model": 3}, {1: "x"}, {"other": object()}, ["model"]], ids=repr)
+@pytest.mark.parametrize(
+    "meta",
+    [{"model": 3}, {1: "x"}, {"other": object()}, ["model"]],
+    ids=["model-not-str", "key-not-str", "value-not-json", "not-a-mapping"],
+)
 def test_bad_meta_is_refused_before_any_file_exists(tmp_path: Path, meta: Any) -> None:
     """Metadata that is not a str-keyed mapping of JSON values is refused; no file is made."""
     with pytest.raises(TypeError):
