@@ -344,3 +344,35 @@ def fault_rollout_lines(
 def unanchored(messages: tuple[Message, ...] | list[Message]) -> list[Message]:
     """Messages without the bookkeeping fields the digest leaves out."""
     return [msgspec.structs.replace(m, is_anchored=False, truncation_marker=None) for m in messages]
+
+
+# --- read side ---------------------------------------------------------------------------------
+
+_call_ids = st.sampled_from(["c1", "c2", "c3", "c4"])
+
+
+@st.composite
+def tool_conversation_messages(draw: st.DrawFn) -> Message:
+    """A message of a tool-heavy conversation: ids from a small pool, so duplicates, orphans
+    and calls without output all happen."""
+    kind = draw(st.sampled_from(["system", "developer", "user", "assistant", "tool", "tool"]))
+    if kind == "assistant":
+        ids = draw(st.lists(_call_ids, max_size=3, unique=True))
+        return Message(
+            role=Role.ASSISTANT,
+            content=draw(st.none() | text),
+            reasoning=tuple(draw(st.lists(reasonings, max_size=2))),
+            tool_calls=tuple(ToolCall(id=i, name="shell", arguments=draw(text)) for i in ids),
+        )
+    if kind == "tool":
+        return Message(
+            role=Role.TOOL,
+            tool_call_id=draw(st.none() | _call_ids),
+            content=draw(contents),
+            is_error=draw(st.booleans()),
+        )
+    return Message(role=Role(kind), content=draw(contents))
+
+
+tool_conversations = st.lists(tool_conversation_messages(), max_size=16)
+"""Message sequences with tool calls and outputs in every order, duplicates included."""
