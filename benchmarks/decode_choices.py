@@ -12,7 +12,8 @@ them with the library's own encoder, and times decoding every line, in one run, 
   (f) ``ledger.reader.iter_batches`` over the same bytes in memory: the reader's real path
       (chunked ``decode_lines``, line numbering, per-line fallback on damage), no reducer
 
-Ratios are times relative to (b): ``2.0x`` means twice as slow as (b).
+Each variant's time is the median of interleaved rounds (ADR 0060). Ratios are times relative
+to (b): ``2.0x`` means twice as slow as (b).
 
     .venv/bin/python benchmarks/decode_choices.py [--lines N] [--repeat R]
 """
@@ -27,6 +28,7 @@ import json
 import os
 import platform
 import random
+import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -363,14 +365,22 @@ def _cattrs_converter() -> cattrs.Converter:
 # --- timing ----------------------------------------------------------------------------------
 
 
-def _best_of(repeat: int, fn: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+def _interleaved_medians(
+    repeat: int, variants: Sequence[tuple[str, Callable[[], object]]]
+) -> list[tuple[str, float]]:
+    """Median time of each variant over ``repeat`` rounds; each round runs every variant once,
+    in an order rotated by one per round, so that a slow moment on a shared machine hits all
+    variants alike (the method of ADR 0060)."""
+    times: list[list[float]] = [[] for _ in variants]
+    n = len(variants)
+    for r in range(repeat):
+        for k in range(n):
+            i = (k + r) % n
+            gc.collect()
+            t = time.perf_counter()
+            variants[i][1]()
+            times[i].append(time.perf_counter() - t)
+    return [(name, statistics.median(ts)) for (name, _), ts in zip(variants, times, strict=True)]
 
 
 def _variants(lines: Sequence[bytes]) -> list[tuple[str, Callable[[], object]]]:
@@ -449,13 +459,16 @@ def run(n_lines: int, repeat: int, seed: int) -> None:
         f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores; "
         f"msgspec {version('msgspec')}, cattrs {version('cattrs')}, attrs {version('attrs')}"
     )
-    print(f"{n_lines} lines per run, best of {repeat}; ratio = time / time of (b)\n")
+    print(
+        f"{n_lines} lines per run, median of {repeat} interleaved rounds; "
+        "ratio = time / time of (b)\n"
+    )
     for label, cjk in (("ASCII-only", False), ("mixed CJK", True)):
         lines = _session(random.Random(seed), n_lines, cjk)
         _check_equivalent(lines)
         size = sum(len(x) for x in lines)
         print(f"{label}: {size / 1e6:.1f} MB, mean line {size / len(lines) / 1e3:.1f} KB")
-        timings = [(name, _best_of(repeat, fn)) for name, fn in _variants(lines)]
+        timings = _interleaved_medians(repeat, _variants(lines))
         base = timings[1][1]
         print(f"  {'variant':<36}{'seconds':>9}{'MB/s':>9}{'ratio':>8}")
         for name, t in timings:
@@ -466,7 +479,9 @@ def run(n_lines: int, repeat: int, seed: int) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--lines", type=int, default=12000, help="records per run (default 12000)")
-    parser.add_argument("--repeat", type=int, default=5, help="timings per variant; best is kept")
+    parser.add_argument(
+        "--repeat", type=int, default=7, help="interleaved rounds; the median is kept"
+    )
     parser.add_argument("--seed", type=int, default=20261202)
     args = parser.parse_args(argv)
     run(args.lines, args.repeat, args.seed)
