@@ -1,0 +1,1043 @@
+"""The benchmark: the library beside its peers and the floor, as ratios taken in one run.
+
+    make bench                      # full run (installs the bench extra on first use)
+    make bench BENCH_ARGS=--quick   # small sizes, a fast check
+    .venv/bin/python -m benchmarks.run [--quick] [--only write,resume,...] [--no-profile]
+
+Prints one table and writes ``benchmarks/results/latest.json``. Generated data is cached under
+``benchmarks/data/`` (both gitignored). Method, peers and floors: ADR 0060 and the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import importlib
+import io
+import json
+import math
+import os
+import platform
+import pstats
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks import gen, peers
+from ledger import Message, StopKind, message_records
+from ledger.records import Record
+
+RESULTS = Path(__file__).resolve().parent / "results"
+MB = 1 << 20
+
+
+# --- configuration -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of one run; ``quick`` keeps every section but makes it small."""
+
+    quick: bool
+    write_n: int
+    write_sqlite_n: int
+    write_langgraph_n: int
+    write_repeat: int
+    resume_mb: tuple[int, ...]
+    resume_repeat: dict[int, int]
+    stop_big_mb: int
+    list_n: int
+    memory_mb: tuple[int, ...]
+    scale_lib: tuple[int, ...]
+    scale_sqlite: tuple[int, ...]
+    scale_langgraph: tuple[int, ...]
+
+
+FULL = Config(
+    quick=False,
+    write_n=10_000,
+    write_sqlite_n=3_000,
+    write_langgraph_n=300,
+    write_repeat=3,
+    resume_mb=(1, 20, 200),
+    resume_repeat={1: 7, 20: 3, 200: 2},
+    stop_big_mb=1024,
+    list_n=10_000,
+    memory_mb=(20, 200),
+    scale_lib=(1_000, 10_000, 100_000),
+    scale_sqlite=(1_000, 10_000),
+    scale_langgraph=(100, 300, 1_000),
+)
+
+QUICK = Config(
+    quick=True,
+    write_n=1_500,
+    write_sqlite_n=500,
+    write_langgraph_n=100,
+    write_repeat=2,
+    resume_mb=(1, 8),
+    resume_repeat={1: 5, 8: 2},
+    stop_big_mb=64,
+    list_n=1_000,
+    memory_mb=(4, 32),
+    scale_lib=(500, 5_000),
+    scale_sqlite=(500, 1_500),
+    scale_langgraph=(50, 150),
+)
+
+
+# --- results -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    """One line of the table."""
+
+    section: str
+    case: str
+    value: str
+    vs: str = ""
+    ratio: float | None = None
+    goal: str = ""
+    status: str = ""
+
+
+@dataclass
+class Report:
+    """Everything one run measured: the table rows, raw figures, profiles."""
+
+    rows: list[Row] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict)
+    profiles: dict[str, Any] = field(default_factory=dict)
+    missed: list[str] = field(default_factory=list)
+
+    def add(self, *rows: Row) -> None:
+        for r in rows:
+            self.rows.append(r)
+            print(_format_row(r), flush=True)
+
+
+def _status(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def _fmt_t(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds * 1e6:.0f} us"
+
+
+def _fmt_ratio(r: float | None) -> str:
+    if r is None or math.isnan(r):
+        return ""
+    return f"{r:.2f}x" if r < 100 else f"{r:.0f}x"
+
+
+_COLS = (("section", 7), ("case", 46), ("value", 24), ("vs", 24), ("ratio", 7), ("goal", 22))
+
+
+def _format_row(r: Row) -> str:
+    cells = (r.section, r.case, r.value, r.vs, _fmt_ratio(r.ratio), r.goal)
+    out = "  ".join(str(c)[:w].ljust(w) for c, (_, w) in zip(cells, _COLS, strict=True))
+    return (out + "  " + r.status).rstrip()
+
+
+def _header() -> str:
+    head = "  ".join(n.ljust(w) for n, w in _COLS) + "  status"
+    return head + "\n" + "-" * len(head)
+
+
+# --- the library, when its parts exist -----------------------------------------------------------
+
+
+class Library:
+    """The library's entry points, or why each one is not available yet."""
+
+    def __init__(self) -> None:
+        self.missing: dict[str, str] = {}
+        self.writer: Any = self._find("RolloutWriter", ("ledger", "ledger.writer"))
+        self.read_replay: Any = self._find("read_replay", ("replay", "replay.replay"))
+        self.read_stop_facts: Any = self._find("read_stop_facts", ("replay", "replay.stop"))
+        self.list_sessions: Any = self._find("list_sessions", ("replay", "replay.sessions"))
+
+    def _find(self, name: str, modules: Sequence[str]) -> Any:
+        errors = []
+        for mod in modules:
+            try:
+                obj = getattr(importlib.import_module(mod), name, None)
+            except Exception as exc:  # a half-written module must not stop the benchmark
+                errors.append(f"{mod}: {type(exc).__name__}: {exc}")
+                continue
+            if obj is not None:
+                return obj
+            errors.append(f"{mod} has no {name}")
+        self.missing[name] = "; ".join(errors)
+        return None
+
+    def na(self, section: str, case: str, name: str) -> Row:
+        return Row(section, case, f"not available ({name})", status="n/a")
+
+
+# --- timing --------------------------------------------------------------------------------------
+
+
+def interleaved(cases: dict[str, Callable[[], float]], repeat: int) -> dict[str, list[float]]:
+    """Run every case ``repeat`` times, rotating the order, so drift hits all cases alike."""
+    names = list(cases)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(repeat):
+        order = names[r % len(names) :] + names[: r % len(names)]
+        for n in order:
+            gc.collect()
+            times[n].append(cases[n]())
+    return times
+
+
+def med(xs: Sequence[float]) -> float:
+    return statistics.median(xs)
+
+
+def pct(xs: Sequence[int], q: float) -> float:
+    s = sorted(xs)
+    return float(s[min(len(s) - 1, int(q * len(s)))])
+
+
+# --- 1. write ------------------------------------------------------------------------------------
+
+
+def _records(messages: Sequence[Message]) -> list[Record]:
+    out: list[Record] = []
+    seq = 2
+    for m in messages:
+        for r in message_records(m, first_seq=seq, ts=gen.BASE_TS):
+            out.append(r)
+        seq = out[-1].seq + 1
+    return out
+
+
+def section_write(cfg: Config, lib: Library, rep: Report, work: Path) -> None:
+    n = cfg.write_n
+    msgs = gen.conversation(n, "ascii")
+    dicts = [gen.to_plain_dict(m) for m in msgs]
+    records = _records(msgs)
+    payload = len(_encoded(msgs)) / MB
+    items = [gen.to_openai_items(m) for m in msgs[: cfg.write_sqlite_n]]
+    lc_n = cfg.write_langgraph_n
+    lc = _langchain(msgs[:lc_n])
+    ts = gen.BASE_TS.isoformat()
+    latencies: list[int] = []
+    phases: dict[str, list[float]] = {"append": [], "stop": []}
+    counter = iter(range(1_000_000))
+
+    def fresh(name: str) -> Path:
+        d = work / f"{name}-{next(counter)}"
+        d.mkdir()
+        return d
+
+    def library() -> float:
+        w = lib.writer.create(fresh("lib"), session_id="bench-write")
+        lat = []
+        clock = time.perf_counter_ns
+        append = w.append
+        t0 = time.perf_counter()
+        for m in msgs:
+            a = clock()
+            append(m)
+            lat.append(clock() - a)
+        t1 = time.perf_counter()
+        w.stop(StopKind.PAUSED, reason="bench")
+        t2 = time.perf_counter()
+        w.close()
+        latencies.extend(lat)
+        phases["append"].append(t1 - t0)
+        phases["stop"].append(t2 - t1)
+        return t2 - t0
+
+    cases: dict[str, Callable[[], float]] = {
+        "plain": lambda: peers.json_write(fresh("plain") / "s.jsonl", dicts, ts),
+        "floor": lambda: peers.floor_write(fresh("floor") / "s.jsonl", records),
+    }
+    if lib.writer is not None:
+        cases["library"] = library
+    peer_missing: dict[str, str] = {}
+    for name, fn in (
+        ("sqlite", lambda: peers.sqlite_write(fresh("sqlite") / "s.db", items)),
+        ("langgraph", lambda: peers.langgraph_write(fresh("lg") / "s.db", lc)),
+    ):
+        try:
+            fn()  # a warm-up that also proves the peer is installed
+            cases[name] = fn
+        except peers.PeerMissingError as exc:
+            peer_missing[name] = str(exc)
+    times = interleaved(cases, cfg.write_repeat)
+    per_msg = {
+        k: med(v) / {"sqlite": len(items), "langgraph": lc_n}.get(k, n) for k, v in times.items()
+    }
+    rep.raw["write"] = {
+        "messages": n,
+        "payload_mb": payload,
+        "sqlite_messages": len(items),
+        "langgraph_messages": lc_n,
+        "seconds": times,
+        "per_message_us": {k: v * 1e6 for k, v in per_msg.items()},
+        "peer_missing": peer_missing,
+    }
+
+    def rate(k: str) -> str:
+        return f"{1 / per_msg[k]:,.0f} msg/s"
+
+    sec = "write"
+    if "library" not in per_msg:
+        rep.add(lib.na(sec, f"library append+stop, n={n}", "RolloutWriter"))
+    else:
+        lib_pm = per_msg["library"]
+        rep.raw["write"]["library_phases_s"] = phases
+        rep.raw["write"]["append_latency_us"] = {
+            "p50": pct(latencies, 0.5) / 1e3,
+            "p99": pct(latencies, 0.99) / 1e3,
+            "p999": pct(latencies, 0.999) / 1e3,
+            "max": max(latencies) / 1e3,
+        }
+        mbps = payload / med(times["library"])
+        rep.add(Row(sec, f"library append+stop, n={n}", f"{rate('library')} {mbps:.0f} MB/s"))
+        r = per_msg["plain"] / lib_pm
+        rep.add(
+            Row(
+                sec,
+                "  vs plain json.dumps+write+flush",
+                rate("plain"),
+                "speedup",
+                r,
+                ">= 2x",
+                _status(r >= 2),
+            )
+        )
+        if r < 2:
+            rep.missed.append("write_vs_plain")
+        if "sqlite" in per_msg:
+            r = per_msg["sqlite"] / lib_pm
+            rep.add(
+                Row(
+                    sec,
+                    f"  vs SQLiteSession.add_items, n={len(items)}",
+                    rate("sqlite"),
+                    "speedup",
+                    r,
+                    ">= 50x",
+                    _status(r >= 50),
+                )
+            )
+            if r < 50:
+                rep.missed.append("write_vs_sqlite")
+        else:
+            rep.add(Row(sec, "  vs SQLiteSession", "not available", status="n/a"))
+        if "langgraph" in per_msg:
+            r = per_msg["langgraph"] / lib_pm
+            rep.add(
+                Row(
+                    sec,
+                    f"  vs LangGraph SqliteSaver, n={lc_n}",
+                    rate("langgraph"),
+                    "speedup",
+                    r,
+                    "info (grows with n)",
+                    "info",
+                )
+            )
+        else:
+            rep.add(Row(sec, "  vs LangGraph SqliteSaver", "not available", status="n/a"))
+        r = lib_pm / per_msg["floor"]
+        rep.add(
+            Row(
+                sec,
+                "  vs floor: msgspec, one buffer, one write",
+                rate("floor"),
+                "x floor's time",
+                r,
+                "info",
+                "info",
+            )
+        )
+        a = med(phases["append"]) / n * 1e6
+        s = med(phases["stop"])
+        rep.add(
+            Row(sec, "  phases: append loop / stop", f"{a:.1f} us/msg / {_fmt_t(s)}", status="info")
+        )
+        lat = rep.raw["write"]["append_latency_us"]
+        rep.add(
+            Row(
+                sec,
+                "append() p50 / p99 / p999",
+                f"{lat['p50']:.1f} / {lat['p99']:.1f} / {lat['p999']:.1f} us",
+                "",
+                None,
+                "p99 <= 50 us",
+                _status(lat["p99"] <= 50),
+            )
+        )
+        if lat["p99"] > 50:
+            rep.missed.append("append_p99")
+
+
+def _encoded(msgs: Sequence[Message]) -> bytes:
+    from ledger import encode_line
+
+    return b"".join(encode_line(r) for r in _records(msgs))
+
+
+def _langchain(msgs: Sequence[Message]) -> list[Any]:
+    try:
+        return [gen.to_langchain(m) for m in msgs]
+    except ImportError:
+        return []
+
+
+# --- 2. resume -----------------------------------------------------------------------------------
+
+
+def resume_dataset(variant: str, mb: int) -> gen.Dataset:
+    """The cached sealed rollout of about ``mb`` MB for ``variant``."""
+
+    def build(d: Path) -> Path:
+        msgs = gen.messages_for_bytes(variant, mb * MB)
+        return gen.write_rollout(d, f"resume-{variant}-{mb}", lambda: msgs)
+
+    return gen.dataset(("resume", variant, mb), build)
+
+
+def _peer_db(
+    ds: gen.Dataset,
+    name: str,
+    fill: Callable[[Path, list[Any]], None],
+    convert: Callable[[Message], Any],
+    variant: str,
+) -> Path:
+    db = ds.path.parent / f"{name}.db"
+    done = ds.path.parent / f"{name}.done"
+    if not done.exists():
+        db.unlink(missing_ok=True)
+        msgs = gen.conversation(ds.messages, variant)
+        fill(db, [convert(m) for m in msgs])
+        done.touch()
+    return db
+
+
+def section_resume(cfg: Config, lib: Library, rep: Report) -> None:
+    sec = "resume"
+    rep.raw["resume"] = {}
+    for variant in gen.VARIANTS:
+        for mb in cfg.resume_mb:
+            ds = resume_dataset(variant, mb)
+            cases: dict[str, Callable[[], float]] = {
+                "json.loads": lambda ds=ds: peers.json_read(ds.path),
+                "floor": lambda ds=ds: peers.floor_read(ds.path),
+            }
+            if lib.read_replay is not None:
+                r = lib.read_replay(ds.path)
+                if not r.verified or len(r.messages) != ds.messages:
+                    raise SystemExit(
+                        f"read_replay of {ds.path} gave verified={r.verified} and "
+                        f"{len(r.messages)} messages (expected {ds.messages}): the data or the "
+                        "library is wrong; delete benchmarks/data and run again"
+                    )
+
+                def library(ds: gen.Dataset = ds) -> float:
+                    t0 = time.perf_counter()
+                    lib.read_replay(ds.path)
+                    return time.perf_counter() - t0
+
+                cases["library"] = library
+            for name, fill, convert, read in (
+                ("sqlite", peers.sqlite_fill, gen.to_openai_items, peers.sqlite_read),
+                ("langgraph", peers.langgraph_fill, gen.to_langchain, peers.langgraph_read),
+            ):
+                try:
+                    db = _peer_db(ds, name, fill, convert, variant)
+                except (peers.PeerMissingError, ImportError):
+                    continue
+                cases[name] = lambda db=db, read=read: read(db)[0]
+            times = interleaved(cases, cfg.resume_repeat[mb])
+            m = {k: med(v) for k, v in times.items()}
+            rep.raw["resume"][f"{variant}-{mb}MB"] = {
+                "bytes": ds.bytes,
+                "messages": ds.messages,
+                "seconds": times,
+            }
+            case = f"{variant} {mb} MB ({ds.messages:,} msgs)"
+            if "library" not in m:
+                rep.add(lib.na(sec, f"read_replay {case}", "read_replay"))
+                continue
+            lt = m["library"]
+            rep.add(
+                Row(
+                    sec,
+                    f"read_replay verified, {case}",
+                    f"{_fmt_t(lt)} {ds.bytes / MB / lt:.0f} MB/s",
+                )
+            )
+            r = lt / m["floor"]
+            big = mb == max(cfg.resume_mb)
+            rep.add(
+                Row(
+                    sec,
+                    "  vs floor: typed decode + sha256",
+                    _fmt_t(m["floor"]),
+                    "x floor's time",
+                    r,
+                    "<= 1.5x" if big else "info",
+                    _status(r <= 1.5) if big else "info",
+                )
+            )
+            if big and r > 1.5:
+                rep.missed.append(f"replay_vs_floor_{variant}")
+            r = lt / m["json.loads"]
+            rep.add(
+                Row(
+                    sec,
+                    "  vs json.loads per line",
+                    _fmt_t(m["json.loads"]),
+                    "x json.loads' time",
+                    r,
+                    "<= 1x",
+                    _status(r <= 1.0),
+                )
+            )
+            if r > 1.0:
+                rep.missed.append(f"replay_vs_json_{variant}_{mb}")
+            for k, label in (
+                ("sqlite", "SQLiteSession.get_items"),
+                ("langgraph", "LangGraph get_tuple"),
+            ):
+                if k in m:
+                    rep.add(
+                        Row(sec, f"  vs {label}", _fmt_t(m[k]), "speedup", m[k] / lt, status="info")
+                    )
+
+
+# --- 3. stop facts and listing -------------------------------------------------------------------
+
+
+def big_dataset(mb: int) -> gen.Dataset:
+    """A sealed rollout of about ``mb`` MB made by cycling a 20 MB conversation."""
+
+    def build(d: Path) -> Path:
+        base = gen.messages_for_bytes("ascii", 20 * MB)
+        per = sum(len(_encoded([m])) for m in base[:2000]) / 2000
+        total = int(mb * MB / per)
+
+        def messages() -> Any:
+            import itertools
+
+            return itertools.islice(itertools.cycle(base), total)
+
+        return gen.write_rollout(d, f"big-{mb}", messages)
+
+    return gen.dataset(("big", mb), build)
+
+
+def listing_root(n: int) -> Path:
+    """A directory of ``n`` small sealed rollouts (some children, some killed), built once."""
+    root = gen.data_root() / gen._key("list", n)
+    done = root / ".done"
+    if done.exists():
+        return root
+    if root.exists():
+        shutil.rmtree(root)
+    sessions = root / "sessions"
+    base = gen.conversation(12, "ascii")
+    for i in range(n):
+        k = 3 + i % 9
+        gen.write_rollout(
+            sessions,
+            f"s{i:06d}",
+            lambda k=k: base[:k],
+            stop=(StopKind.PAUSED, StopKind.COMPLETED, StopKind.FAILED)[i % 3],
+            agent_name="reviewer" if i % 4 == 0 else None,
+            parent=f"s{i - 1:06d}" if i % 4 == 0 else None,
+            delegation="call_" + str(i) if i % 4 == 0 else None,
+        )
+    done.touch()
+    return root
+
+
+def section_stop(cfg: Config, lib: Library, rep: Report) -> None:
+    sec = "stop"
+    small = resume_dataset("ascii", 1)
+    big = big_dataset(cfg.stop_big_mb)
+    rep.raw["stop"] = {"small_bytes": small.bytes, "big_bytes": big.bytes}
+    if lib.read_stop_facts is None:
+        rep.add(lib.na(sec, "read_stop_facts 1 MB vs big", "read_stop_facts"))
+    else:
+        for ds in (small, big):
+            facts = lib.read_stop_facts(ds.path)
+            if not facts.found:
+                raise SystemExit(f"read_stop_facts found no stop point in {ds.path}")
+
+        def per_call(p: Path) -> Callable[[], float]:
+            def run() -> float:
+                k = 200
+                t0 = time.perf_counter()
+                for _ in range(k):
+                    lib.read_stop_facts(p)
+                return (time.perf_counter() - t0) / k
+
+            return run
+
+        times = interleaved({"small": per_call(small.path), "big": per_call(big.path)}, 7)
+        s, b = med(times["small"]), med(times["big"])
+        rep.raw["stop"]["seconds_per_call"] = times
+        rep.add(Row(sec, "read_stop_facts, 1 MB file", _fmt_t(s)))
+        r = b / s
+        rep.add(
+            Row(
+                sec,
+                f"read_stop_facts, {big.bytes / MB:,.0f} MB file",
+                _fmt_t(b),
+                "x the 1 MB file's time",
+                r,
+                "<= 2x",
+                _status(r <= 2),
+            )
+        )
+        if r > 2:
+            rep.missed.append("stop_facts_flat")
+    n = cfg.list_n
+    if lib.list_sessions is None:
+        rep.add(lib.na("list", f"list_sessions, {n:,} files", "list_sessions"))
+        return
+    root = listing_root(n)
+    got = len(list(lib.list_sessions(root)))  # also warms the page cache
+    if got != n:
+        raise SystemExit(f"list_sessions({root}) listed {got} sessions, expected {n}")
+    times = interleaved({"list": lambda: _timed(lambda: list(lib.list_sessions(root)))}, 3)
+    t = med(times["list"])
+    per10k = t * 10_000 / n
+    rep.raw["list"] = {"files": n, "seconds": times["list"], "per_10k_s": per10k}
+    label = f"list_sessions, {n:,} files (warm)"
+    rep.add(
+        Row(
+            "list",
+            label,
+            f"{_fmt_t(t)} ({per10k:.2f} s/10k)",
+            "",
+            None,
+            "<= ~1 s per 10,000",
+            _status(per10k <= 1.2),
+        )
+    )
+    if per10k > 1.2:
+        rep.missed.append("list_sessions")
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+# --- 4. memory -----------------------------------------------------------------------------------
+
+
+def window_dataset(mb: int) -> gen.Dataset:
+    """A sealed rollout of about ``mb`` MB whose last ``compacted`` record leaves 50 messages."""
+
+    def build(d: Path) -> Path:
+        msgs = gen.messages_for_bytes("ascii", mb * MB)
+        tail = gen.conversation(30, "ascii", seed=7)
+        return gen.write_rollout(
+            d, f"window-{mb}", lambda: msgs, compact_keep=20, tail_after_compaction=tail
+        )
+
+    return gen.dataset(("window", mb), build)
+
+
+def _proc_status_kib(field_name: str) -> int:
+    # VmHWM (peak) and VmRSS belong to the process's own address space, which starts afresh
+    # at exec; ru_maxrss does not (Linux carries the parent's peak across fork and exec).
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field_name} in /proc/self/status")
+
+
+def _child_memory(path: str) -> None:
+    """In a fresh process: peak RSS growth (KiB) of one read_replay of ``path``."""
+    lib = Library()
+    gc.collect()
+    before = _proc_status_kib("VmRSS")
+    r = lib.read_replay(path)
+    after = _proc_status_kib("VmHWM")
+    print(
+        json.dumps(
+            {
+                "before_kib": before,
+                "peak_kib": after,
+                "messages": len(r.messages),
+                "verified": r.verified,
+            }
+        )
+    )
+
+
+def _measure_memory(path: Path) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.run", "--child-memory", str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    info: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    info["growth_mb"] = (info["peak_kib"] - info["before_kib"]) / 1024
+    return info
+
+
+def section_memory(cfg: Config, lib: Library, rep: Report) -> None:
+    sec = "memory"
+    if lib.read_replay is None:
+        rep.add(lib.na(sec, "read_replay peak memory", "read_replay"))
+        return
+    rep.raw["memory"] = {}
+    small_window: list[float] = []
+    for mb in cfg.memory_mb:
+        for kind, ds in (("window", window_dataset(mb)), ("full", resume_dataset("ascii", mb))):
+            info = _measure_memory(ds.path)
+            rep.raw["memory"][f"{kind}-{mb}MB"] = info | {"bytes": ds.bytes}
+            what = "50-message window" if kind == "window" else f"{info['messages']:,} messages"
+            rep.add(
+                Row(
+                    sec,
+                    f"read_replay {ds.bytes / MB:.0f} MB file, {what}",
+                    f"+{info['growth_mb']:.0f} MB peak RSS",
+                    "x file size",
+                    info["growth_mb"] * MB / ds.bytes,
+                    status="info",
+                )
+            )
+            if kind == "window":
+                small_window.append(info["growth_mb"])
+    lo, hi = small_window[0], small_window[-1]
+    r = hi / max(lo, 1.0)
+    rep.add(
+        Row(
+            sec,
+            "window peak, largest / smallest file",
+            f"{lo:.0f} -> {hi:.0f} MB",
+            "ratio",
+            r,
+            "<= 1.5x (flat)",
+            _status(r <= 1.5),
+        )
+    )
+    if r > 1.5:
+        rep.missed.append("replay_memory")
+
+
+# --- 5. scaling ----------------------------------------------------------------------------------
+
+
+def section_scaling(cfg: Config, lib: Library, rep: Report, work: Path) -> None:
+    sec = "scale"
+    rep.raw["scaling"] = {
+        "library_write": {},
+        "library_replay": {},
+        "sqlite_write": {},
+        "sqlite_read": {},
+        "langgraph_write": {},
+        "langgraph_read": {},
+    }
+    raw = rep.raw["scaling"]
+    longest = gen.conversation(max(cfg.scale_lib), "ascii")
+    if lib.writer is None or lib.read_replay is None:
+        rep.add(lib.na(sec, "library cost per message", "RolloutWriter/read_replay"))
+    else:
+        for n in cfg.scale_lib:
+            msgs = longest[:n]
+            tw = tr = math.inf
+            for attempt in range(2 if n <= 20_000 else 1):
+                d = work / f"scale-{n}-{attempt}"
+                d.mkdir()
+                gc.collect()
+                t0 = time.perf_counter()
+                w = lib.writer.create(d, session_id=f"scale-{n}")
+                for m in msgs:
+                    w.append(m)
+                w.stop(StopKind.PAUSED, reason="bench")
+                t1 = time.perf_counter()
+                w.close()
+                gc.collect()
+                t2 = time.perf_counter()
+                lib.read_replay(w.path)
+                tr = min(tr, time.perf_counter() - t2)
+                tw = min(tw, t1 - t0)
+                shutil.rmtree(d)
+            raw["library_write"][n] = tw / n * 1e6
+            raw["library_replay"][n] = tr / n * 1e6
+            rep.add(
+                Row(
+                    sec,
+                    f"library n={n:,}: write / replay per msg",
+                    f"{tw / n * 1e6:.1f} / {tr / n * 1e6:.1f} us",
+                    status="info",
+                )
+            )
+    try:
+        for n in cfg.scale_sqlite:
+            d = work / f"sq-{n}"
+            d.mkdir()
+            items = [gen.to_openai_items(m) for m in longest[:n]]
+            tw = peers.sqlite_write(d / "s.db", items)
+            tr, _ = peers.sqlite_read(d / "s.db")
+            raw["sqlite_write"][n] = tw / n * 1e6
+            raw["sqlite_read"][n] = tr / n * 1e6
+            rep.add(
+                Row(
+                    sec,
+                    f"SQLiteSession n={n:,}: write / read per msg",
+                    f"{tw / n * 1e6:.0f} / {tr / n * 1e6:.1f} us",
+                    status="info",
+                )
+            )
+            shutil.rmtree(d)
+    except peers.PeerMissingError as exc:
+        rep.add(Row(sec, "SQLiteSession", f"not available ({exc})", status="n/a"))
+    try:
+        for n in cfg.scale_langgraph:
+            d = work / f"lg-{n}"
+            d.mkdir()
+            lc = [gen.to_langchain(m) for m in longest[:n]]
+            tw = peers.langgraph_write(d / "s.db", lc)
+            tr, _ = peers.langgraph_read(d / "s.db")
+            size = (d / "s.db").stat().st_size
+            raw["langgraph_write"][n] = tw / n * 1e6
+            raw["langgraph_read"][n] = tr / n * 1e6
+            rep.add(
+                Row(
+                    sec,
+                    f"LangGraph n={n:,}: write / read per msg",
+                    f"{tw / n * 1e6:.0f} / {tr / n * 1e6:.1f} us",
+                    f"db {size / MB:,.0f} MB",
+                    status="info",
+                )
+            )
+            shutil.rmtree(d)
+    except (peers.PeerMissingError, ImportError) as exc:
+        rep.add(Row(sec, "LangGraph SqliteSaver", f"not available ({exc})", status="n/a"))
+    for key, label in (
+        ("library_write", "library write"),
+        ("library_replay", "library replay"),
+        ("sqlite_write", "SQLiteSession write"),
+        ("langgraph_write", "LangGraph write"),
+    ):
+        pts = raw[key]
+        if len(pts) >= 2:
+            lo, hi = min(pts), max(pts)
+            growth = pts[hi] / pts[lo]
+            rep.add(
+                Row(
+                    sec,
+                    f"  {label} per msg, n={lo:,} -> {hi:,}",
+                    f"{pts[lo]:.1f} -> {pts[hi]:.1f} us",
+                    f"growth (length grew {hi // lo}x)",
+                    growth,
+                    "flat" if key.startswith("library") else "info",
+                    _status(growth <= 1.5) if key.startswith("library") else "info",
+                )
+            )
+
+
+# --- profiles of missed goals --------------------------------------------------------------------
+
+
+# Where the time goes, by the hot paths named in the issue; first match wins.
+_CATEGORIES = (
+    ("digest (canonical encode + sha256)", ("digest.py", "msgspec.json.Encoder", "HASH")),
+    (
+        "writer batch / queue / fsync",
+        ("writer.py", "fsync", "_thread.lock", "encode_line", "message_records", "posix.write"),
+    ),
+    (
+        "decode (read, split, typed decode)",
+        (
+            "msgspec.json.Decoder",
+            "reader.py",
+            "codec.py",
+            "BufferedReader",
+            "of 'bytes' objects",
+            "messages.py",
+            "records.py",
+        ),
+    ),
+    ("reducer step", ("reducer.py",)),
+    ("replay bookkeeping (tokens, verify)", ("replay.py",)),
+)
+
+
+def _profile(fn: Callable[[], object]) -> dict[str, Any]:
+    prof = cProfile.Profile()
+    prof.enable()
+    fn()
+    prof.disable()
+    stats = pstats.Stats(prof)
+    total = max(stats.total_tt, 1e-9)  # type: ignore[attr-defined]
+    rows = []
+    shares: dict[str, float] = {c: 0.0 for c, _ in _CATEGORIES} | {"other": 0.0}
+    for (file, line, func), (_cc, nc, tt, ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        where = f"{Path(file).name}:{line}({func})" if line else func
+        rows.append({"function": where, "calls": nc, "tottime_s": tt, "cumtime_s": ct})
+        cat = next((c for c, keys in _CATEGORIES if any(k in where for k in keys)), "other")
+        shares[cat] += tt
+    rows.sort(key=lambda r: -r["tottime_s"])
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(12)
+    return {
+        "total_s": total,
+        "share": {k: v / total for k, v in shares.items()},
+        "top": rows[:12],
+        "text": buf.getvalue(),
+    }
+
+
+def profile_missed(cfg: Config, lib: Library, rep: Report, work: Path) -> None:
+    if any(m.startswith("replay") for m in rep.missed) and lib.read_replay is not None:
+        for variant in gen.VARIANTS:
+            ds = resume_dataset(variant, cfg.resume_mb[1] if len(cfg.resume_mb) > 1 else 1)
+            rep.profiles[f"read_replay-{variant}"] = _profile(
+                lambda ds=ds: lib.read_replay(ds.path)
+            )
+    if any(m.startswith(("write", "append")) for m in rep.missed) and lib.writer is not None:
+        msgs = gen.conversation(cfg.write_n, "ascii")
+        d = work / "profile-write"
+        d.mkdir()
+
+        def write() -> None:
+            w = lib.writer.create(d, session_id="profile")
+            for m in msgs:
+                w.append(m)
+            w.stop(StopKind.PAUSED, reason="bench")
+            w.close()
+
+        # cProfile sees the calling thread only: append, drain waits and the stop's rebuild;
+        # the worker thread's writes show up as time spent waiting in drain.
+        rep.profiles["writer"] = _profile(write)
+    for name, p in rep.profiles.items():
+        share = ", ".join(
+            f"{k} {v:.0%}" for k, v in sorted(p["share"].items(), key=lambda kv: -kv[1])
+        )
+        print(f"\nprofile {name}: {p['total_s']:.2f} s in profiled functions; {share}")
+        for r in p["top"][:8]:
+            print(f"  {r['tottime_s']:7.3f} s  {r['calls']:>9,}  {r['function']}")
+
+
+# --- main ----------------------------------------------------------------------------------------
+
+
+SECTIONS = ("write", "resume", "stop", "memory", "scaling")
+
+
+def environment(cfg: Config, lib: Library) -> dict[str, Any]:
+    try:
+        commit = subprocess.run(
+            [shutil.which("git") or "/usr/bin/git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=Path(__file__).resolve().parent,
+        ).stdout.strip()
+    except OSError:
+        commit = ""
+    return {
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "mode": "quick" if cfg.quick else "full",
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "commit": commit,
+        "versions": peers.peer_versions(),
+        "library_missing": lib.missing,
+        "config": asdict(cfg),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.run", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument("--quick", action="store_true", help="small sizes: a fast check")
+    ap.add_argument(
+        "--only",
+        default=",".join(SECTIONS),
+        help=f"comma-separated sections among {','.join(SECTIONS)}",
+    )
+    ap.add_argument("--no-profile", action="store_true", help="skip profiling missed goals")
+    ap.add_argument("--out", type=Path, default=RESULTS / "latest.json")
+    ap.add_argument("--child-memory", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child_memory:
+        _child_memory(args.child_memory)
+        return 0
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = set(only) - set(SECTIONS)
+    if unknown:
+        ap.error(f"unknown section(s) {sorted(unknown)}: choose among {', '.join(SECTIONS)}")
+    cfg = QUICK if args.quick else FULL
+    lib = Library()
+    rep = Report()
+    env = environment(cfg, lib)
+    print(
+        f"rollout-ledger benchmark ({env['mode']}), Python {env['python']}, {env['cpus']} cpus, "
+        f"commit {env['commit'] or '?'}"
+    )
+    for name, why in lib.missing.items():
+        print(f"  not available: {name} ({why})")
+    print("ratios compare cases measured in this run; medians of interleaved repetitions\n")
+    print(_header())
+    gen.data_root().mkdir(parents=True, exist_ok=True)
+    t_start = time.perf_counter()
+    with tempfile.TemporaryDirectory(dir=gen.data_root(), prefix="tmp-") as tmp:
+        work = Path(tmp)
+        for s in only:
+            t0 = time.perf_counter()
+            if s == "write":
+                section_write(cfg, lib, rep, work)
+            elif s == "resume":
+                section_resume(cfg, lib, rep)
+            elif s == "stop":
+                section_stop(cfg, lib, rep)
+            elif s == "memory":
+                section_memory(cfg, lib, rep)
+            elif s == "scaling":
+                section_scaling(cfg, lib, rep, work)
+            rep.raw.setdefault("section_seconds", {})[s] = time.perf_counter() - t0
+        if rep.missed and not args.no_profile:
+            profile_missed(cfg, lib, rep, work)
+    elapsed = time.perf_counter() - t_start
+    print(f"\nmissed goals: {', '.join(rep.missed) or 'none'}; took {elapsed:.0f} s")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "environment": env,
+        "elapsed_s": elapsed,
+        "rows": [asdict(r) for r in rep.rows],
+        "missed": rep.missed,
+        "raw": rep.raw,
+        "profiles": rep.profiles,
+    }
+    args.out.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
