@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -293,10 +294,17 @@ class WriterContract(abc.ABC):
                 writer.append(Message(role="user", content=f"{t}:{i}"))
 
         threads = [threading.Thread(target=work, args=(t,)) for t in range(n_threads)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
+        # A tiny switch interval makes the interpreter swap threads between almost every
+        # bytecode, so that an unguarded read-modify-write of the sequence counter shows up.
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)
+        try:
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+        finally:
+            sys.setswitchinterval(interval)
         writer.drain()
         records = read_records(writer.path)
         assert [r.seq for r in records] == list(range(1, n_threads * per_thread + 2))
