@@ -10,11 +10,13 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner, Result
 
-from ledger import json_schema, rollout_filename
+from ledger import RolloutWriter, StopKind, json_schema, rollout_filename, with_delegation_id
 from ledger.messages import Message, Reasoning, ToolCall
+from replay import read_replay
 from replay._cli_paths import CliError, parse_since, resolve_root, resolve_target
 from replay._cli_render import pair_tool_outputs
 from replay.cli import cli
@@ -193,3 +195,369 @@ def test_tool_outputs_pair_with_their_calls_and_orphans_are_flagged() -> None:
     assert pairing.outputs == {"c1": (2, 3)}
     assert pairing.inline == {2, 3}
     assert pairing.orphans == {0}
+
+
+# --- the demo and every subcommand on its output -------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's output, written once; tests copy it so that each may damage its own."""
+    root = tmp_path_factory.mktemp("demo") / "root"
+    result = run("demo", root=root)
+    assert result.exit_code == 0, result.output
+    return root
+
+
+@pytest.fixture
+def demo_root(demo_template: Path, tmp_path: Path) -> Path:
+    """A private copy of the demo's root."""
+    root = tmp_path / "root"
+    shutil.copytree(demo_template, root)
+    return root
+
+
+def ls_json(root: Path, *args: str) -> list[dict[str, object]]:
+    """The sessions `rollout ls --json` lists."""
+    result = run("ls", "--json", *args, root=root)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["rollout_json"] == 1
+    sessions: list[dict[str, object]] = doc["sessions"]
+    return sessions
+
+
+def demo_ids(root: Path) -> tuple[str, str]:
+    """The parent's and the child's session ids."""
+    by_agent = {s["agent_name"]: s for s in ls_json(root)}
+    return str(by_agent["coder"]["session_id"]), str(by_agent["researcher"]["session_id"])
+
+
+def parent_file(root: Path) -> Path:
+    """The demo parent's rollout file."""
+    (path,) = root.glob("*_coder.jsonl")
+    return path
+
+
+def test_demo_reports_each_step_and_writes_two_sessions(tmp_path: Path) -> None:
+    """`rollout demo` creates the root, writes parent and child, and narrates six steps."""
+    root = tmp_path / "fresh" / "root"
+    result = run("demo", root=root)
+    assert result.exit_code == 0, result.output
+    for n, what in enumerate(("Write", "List", "Verify", "Replay", "Resume", "Try"), start=1):
+        assert f"{n}. {what}" in result.stdout
+    assert "NOT verified" not in result.stdout
+    assert len(list(root.glob("*.jsonl"))) == 2
+
+
+def test_demo_writes_what_it_promises(demo_root: Path) -> None:
+    """The demo's parent has system, reasoning with signatures, paired tool calls, a compaction."""
+    records = [json.loads(line) for line in parent_file(demo_root).read_text().splitlines()]
+    types = [r["type"] for r in records]
+    assert types[0] == "session_meta"
+    assert {"reasoning", "compacted", "agent_checkpoint", "terminal"} <= set(types)
+    assert types.count("agent_checkpoint") == 2  # paused, resumed, paused again
+    assert all(r["reasoning"].get("signature") for r in records if r["type"] == "reasoning")
+    roles = [r["message"]["role"] for r in records if r["type"] == "message"]
+    assert {"system", "user", "assistant", "tool"} <= set(roles)
+    assert records[-1] == {**records[-1], "type": "terminal", "stop_kind": "paused"}
+
+
+def test_ls_json_lists_parent_and_child_newest_first(demo_root: Path) -> None:
+    """`ls --json` gives both sessions, newest first, with stop, eligibility and coordinates."""
+    sessions = ls_json(demo_root)
+    assert len(sessions) == 2
+    started = [str(s["started_at"]) for s in sessions]
+    assert started == sorted(started, reverse=True)
+    parent_id, child_id = demo_ids(demo_root)
+    by_id = {s["session_id"]: s for s in sessions}
+    parent, child = by_id[parent_id], by_id[child_id]
+    assert parent["stop"] == {**parent["stop"], "kind": "paused", "found": True}  # type: ignore[dict-item]
+    assert parent["eligibility"]["replayable"] is True  # type: ignore[index]
+    assert parent["messages"] == 9
+    assert child["parent_session_id"] == parent_id
+    assert child["delegation_id"] == "toolu_02"
+    assert child["eligibility"]["replayable"] is False  # type: ignore[index]
+    assert child["stop"]["kind"] == "completed"  # type: ignore[index]
+
+
+def test_ls_filters_by_agent_resumable_and_since(demo_root: Path) -> None:
+    """--agent, --resumable and --since narrow the listing; none of them hides unknowns."""
+    assert [s["agent_name"] for s in ls_json(demo_root, "--agent", "researcher")] == ["researcher"]
+    assert [s["agent_name"] for s in ls_json(demo_root, "--resumable")] == ["coder"]
+    assert len(ls_json(demo_root, "--since", "1h")) == 2
+    assert len(ls_json(demo_root, "--since", "2000-01-01")) == 2
+    assert ls_json(demo_root, "--since", "2999-01-01") == []
+
+
+def test_ls_table_shows_each_session(demo_root: Path) -> None:
+    """The human table names each session by a short id, with stop kind and resumability."""
+    parent_id, child_id = demo_ids(demo_root)
+    result = run("ls", root=demo_root)
+    assert result.exit_code == 0
+    assert parent_id[:8] in result.stdout
+    assert child_id[:8] in result.stdout
+    assert "paused" in result.stdout
+    assert "completed" in result.stdout
+
+
+def test_show_pairs_tool_calls_with_outputs_and_folds_reasoning(demo_root: Path) -> None:
+    """`show PREFIX` prints roles, a reasoning summary, each call followed by its output."""
+    parent_id, _ = demo_ids(demo_root)
+    result = run("show", parent_id[:6], root=demo_root)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "reasoning (thinking" in out
+    assert "signed" in out
+    call = out.index("\u2192 shell [toolu_05]")
+    assert out.index("\u2190 output: branch pushed") > call
+    assert "rebuilt_from_compacted" in out
+    assert "resumable    yes" in out
+
+
+def test_show_child_names_its_delegation(demo_root: Path) -> None:
+    """A delegated child's header names its parent session and the delegating call."""
+    parent_id, child_id = demo_ids(demo_root)
+    result = run("show", child_id, root=demo_root)
+    assert result.exit_code == 0
+    assert f"session {parent_id}, call toolu_02" in result.stdout
+
+
+def test_show_raw_prints_every_record_as_json(demo_root: Path) -> None:
+    """`show --raw` prints one JSON record per line, as many as the file holds."""
+    path = parent_file(demo_root)
+    result = run("show", "--raw", str(path), root=demo_root)
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines == path.read_text().splitlines()
+
+
+def test_show_prints_message_text_literally(tmp_path: Path) -> None:
+    """Text that looks like terminal markup is printed as written, never interpreted."""
+    with RolloutWriter.create(tmp_path, session_id="markup") as w:
+        w.append(Message(role="user", content="[bold red]not markup[/] and [link=x]y[/link]"))
+        w.stop(StopKind.PAUSED)
+    result = run("show", "markup", root=tmp_path)
+    assert result.exit_code == 0
+    assert "[bold red]not markup[/] and [link=x]y[/link]" in result.stdout
+
+
+def test_verify_all_passes_on_the_demo(demo_root: Path) -> None:
+    """`verify --all --json` finds both sessions verified and exits 0."""
+    result = run("verify", "--all", "--json", root=demo_root)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["ok"] is True
+    assert [s["status"] for s in doc["sessions"]] == ["ok", "ok"]
+
+
+def tamper(path: Path) -> None:
+    """Change one character inside a message's text, keeping the line valid JSON."""
+    data = path.read_bytes()
+    assert data.count(b"Yes, go ahead.") == 1
+    path.write_bytes(data.replace(b"Yes, go ahead.", b"Yes, go ahead!"))
+
+
+def test_verify_detects_one_edited_character(demo_root: Path) -> None:
+    """Editing one character of a message makes `verify` say FAILED and exit 1."""
+    tamper(parent_file(demo_root))
+    result = run("verify", "--all", root=demo_root)
+    assert result.exit_code == 1
+    (failed,) = [line for line in result.stdout.splitlines() if line.startswith("FAILED")]
+    assert "digest_mismatch" in failed
+    assert sum(line.startswith("OK") for line in result.stdout.splitlines()) == 1
+    doc = json.loads(run("verify", "--all", "--json", root=demo_root).stdout)
+    assert doc["ok"] is False
+    assert doc["failed"] == 1
+
+
+def test_verify_needs_arguments_or_all(demo_root: Path) -> None:
+    """`verify` with neither sessions nor --all is a usage error (status 2)."""
+    result = run("verify", root=demo_root)
+    assert result.exit_code == 2
+    assert_one_line_error(result.stderr)
+
+
+def test_verify_strict_fails_a_session_without_checkpoint(tmp_path: Path) -> None:
+    """A session with no checkpoint is 'unverified': exit 0, but 1 with --strict."""
+    w = RolloutWriter.create(tmp_path, session_id="running")
+    w.append(Message(role="user", content="hello"))
+    w.close()
+    result = run("verify", "running", root=tmp_path)
+    assert result.exit_code == 0
+    assert result.stdout.startswith("UNVERIFIED")
+    assert run("verify", "--strict", "running", root=tmp_path).exit_code == 1
+
+
+def test_replay_json_gives_the_messages_exactly(demo_root: Path) -> None:
+    """`replay --json` holds the messages in the record format, equal to read_replay's."""
+    parent_id, _ = demo_ids(demo_root)
+    result = run("replay", parent_id[:8], "--json", root=demo_root)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["verified"] is True
+    assert doc["over_budget"] is False
+    assert doc["handoff_report"] is None
+    decoded = tuple(
+        msgspec.json.decode(json.dumps(m).encode(), type=Message) for m in doc["messages"]
+    )
+    assert decoded == read_replay(parent_file(demo_root)).messages
+    assert decoded[-1].text() == "Pushed. Shall I open the pull request?"
+
+
+def test_replay_over_budget_exits_3_with_the_handoff_report(demo_root: Path) -> None:
+    """Over --budget, `replay` still prints the replay, adds the hand-off report, exits 3."""
+    parent_id, _ = demo_ids(demo_root)
+    result = run("replay", parent_id, "--budget", "10", "--json", root=demo_root)
+    assert result.exit_code == 3
+    doc = json.loads(result.stdout)
+    assert doc["over_budget"] is True
+    assert doc["handoff_report"].startswith(f"# Hand-off: session {parent_id}")
+    assert len(doc["messages"]) == 9
+    human = run("replay", parent_id, "--budget", "10", root=demo_root)
+    assert human.exit_code == 3
+    assert "# Hand-off" in human.stdout
+
+
+def test_replay_of_a_tampered_file_exits_1(demo_root: Path) -> None:
+    """A replay whose digest does not verify exits 1 and says so in its JSON."""
+    tamper(parent_file(demo_root))
+    result = run("replay", str(parent_file(demo_root)), "--json", root=demo_root)
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    assert doc["verified"] is False
+    assert "digest_mismatch" in {d["kind"] for d in doc["degraded"]}
+
+
+def test_tree_puts_the_child_under_its_parent(demo_root: Path) -> None:
+    """`tree --json` has the parent as a root with the child under it; a prefix picks the tree."""
+    parent_id, child_id = demo_ids(demo_root)
+    for args in ((), (child_id[:8],)):
+        doc = json.loads(run("tree", "--json", *args, root=demo_root).stdout)
+        (top,) = doc["roots"]
+        assert top["session_id"] == parent_id
+        assert [c["session_id"] for c in top["children"]] == [child_id]
+        assert doc["detached"] == []
+    human = run("tree", root=demo_root).stdout
+    assert human.index(parent_id[:8]) < human.index(child_id[:8])
+
+
+def test_tree_flags_a_child_without_coordinates(demo_root: Path) -> None:
+    """A child with a delegation id but no parent session id is detached and flagged."""
+    with with_delegation_id("call_x"), RolloutWriter.create(demo_root, session_id="lost") as w:
+        w.stop(StopKind.PAUSED)
+    doc = json.loads(run("tree", "--json", root=demo_root).stdout)
+    (lost,) = doc["detached"]
+    assert lost["session_id"] == "lost"
+    assert "child_without_coordinates" in lost["flags"]
+    assert all(r["session_id"] != "lost" for r in doc["roots"])
+    assert "child_without_coordinates" in run("tree", root=demo_root).stdout
+
+
+# --- bad input -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("show", "nosuchsession"),
+        ("show", "../../etc/passwd"),
+        ("replay", "a/b"),
+        ("verify", "zz"),
+        ("tree", "zz"),
+        ("show", "/etc/hostname"),
+    ],
+)
+def test_bad_session_arguments_fail_on_one_line(demo_root: Path, args: tuple[str, ...]) -> None:
+    """Unknown ids, bad prefixes and paths outside the root: one line on stderr, exit 1."""
+    result = run(*args, root=demo_root)
+    assert result.exit_code == 1
+    assert_one_line_error(result.stderr)
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("command", ["ls", "tree", "verify --all", "show abc"])
+def test_missing_root_fails_on_one_line(tmp_path: Path, command: str) -> None:
+    """A root that does not exist is named in a one-line error with what to do."""
+    result = run(*command.split(), root=tmp_path / "missing")
+    assert result.exit_code == 1
+    assert_one_line_error(result.stderr)
+    assert "ROLLOUT_HOME" in result.stderr
+
+
+def test_unexpected_failure_is_one_line_unless_debugging(
+    demo_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug inside a command is one line on stderr; ROLLOUT_DEBUG=1 shows the traceback."""
+
+    def broken(*_: object, **__: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("replay.cli.list_sessions", broken)
+    result = run("ls", root=demo_root)
+    assert result.exit_code == 1
+    assert_one_line_error(result.stderr)
+    assert "internal error: RuntimeError: boom" in result.stderr
+    monkeypatch.setenv("ROLLOUT_DEBUG", "1")
+    result = run("ls", root=demo_root)
+    assert isinstance(result.exception, RuntimeError)
+
+
+def test_root_comes_from_rollout_home(demo_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --root the command reads $ROLLOUT_HOME."""
+    monkeypatch.setenv("ROLLOUT_HOME", str(demo_root))
+    assert len(json.loads(run("ls", "--json").stdout)["sessions"]) == 2
+
+
+# --- as a real process ---------------------------------------------------------------------------
+
+
+def test_console_script_runs_the_demo_and_verifies_it(tmp_path: Path) -> None:
+    """The installed command writes the demo under ROLLOUT_HOME and verifies it, exit 0."""
+    env = {"ROLLOUT_HOME": str(tmp_path / "home")}
+    demo = run_process("demo", env=env)
+    assert demo.returncode == 0, demo.stderr
+    verify = run_process("verify", "--all", env=env)
+    assert verify.returncode == 0, verify.stderr
+    assert verify.stdout.count("OK") == 2
+
+
+def test_console_script_detects_tampering(demo_root: Path) -> None:
+    """In a real process, one edited character makes `verify` exit non-zero."""
+    tamper(parent_file(demo_root))
+    result = run_process("--root", str(demo_root), "verify", "--all", "--json")
+    assert result.returncode == 1
+    assert json.loads(result.stdout)["ok"] is False
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("show", "nosuch"), ("--root", "{missing}", "ls")],
+)
+def test_console_script_bad_input_is_one_line(demo_root: Path, args: tuple[str, ...]) -> None:
+    """In a real process, bad input gives one line on stderr, a non-zero exit, no traceback."""
+    argv = [a.replace("{missing}", str(demo_root / "missing")) for a in args]
+    result = run_process(*argv, env={"ROLLOUT_HOME": str(demo_root)})
+    assert result.returncode in (1, 2)
+    assert_one_line_error(result.stderr)
+
+
+def test_python_dash_m_replay_is_the_same_command() -> None:
+    """`python -m replay --version` runs the command."""
+    result = subprocess.run(
+        [sys.executable, "-m", "replay", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0
+    assert result.stdout.startswith("rollout, version")
+
+
+def test_importing_the_packages_does_not_import_rich() -> None:
+    """`import replay` and `import replay.cli` stay light: rich loads only inside commands."""
+    code = "import sys, replay, replay.cli; print('rich' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"

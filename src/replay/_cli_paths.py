@@ -85,8 +85,10 @@ def existing_root(root: Path) -> Path:
 
 
 def rollout_files(root: Path) -> Iterator[Path]:
-    """Every ``*.jsonl`` file under ``root``, at any depth, in a stable order."""
-    yield from sorted(p for p in root.rglob(f"*{ROLLOUT_SUFFIX}") if p.is_file())
+    """Every rollout file the listing sees under ``root``, in a stable order."""
+    from replay.sessions import iter_rollout_paths
+
+    yield from sorted(iter_rollout_paths(root))
 
 
 def _looks_like_path(arg: str) -> bool:

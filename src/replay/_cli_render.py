@@ -17,13 +17,17 @@ from ledger.messages import MediaPart, Message, OpaquePart, Reasoning, Role, Tex
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
+
+    from replay.sessions import SessionEntry
 
 __all__ = [
-    "ToolPairing",
+    "TranscriptPairing",
     "human_size",
     "pair_tool_outputs",
     "render_degradations",
     "render_transcript",
+    "sessions_table",
     "short_id",
     "short_time",
 ]
@@ -73,7 +77,7 @@ def _fold(text: str, limit: int) -> str:
 
 
 @attrs.frozen
-class ToolPairing:
+class TranscriptPairing:
     """Which tool outputs belong under which call, for drawing a transcript.
 
     ``outputs[call_id]`` lists the indexes of the tool messages answering that call, in file
@@ -87,7 +91,7 @@ class ToolPairing:
     orphans: frozenset[int]
 
 
-def pair_tool_outputs(messages: Sequence[Message]) -> ToolPairing:
+def pair_tool_outputs(messages: Sequence[Message]) -> TranscriptPairing:
     """Pair every tool call with the tool messages that answer it (by ``tool_call_id``)."""
     seen_calls: set[str] = set()
     outputs: dict[str, list[int]] = {}
@@ -101,7 +105,7 @@ def pair_tool_outputs(messages: Sequence[Message]) -> ToolPairing:
             else:
                 orphans.add(i)
     inline = frozenset(i for idx in outputs.values() for i in idx)
-    return ToolPairing(
+    return TranscriptPairing(
         outputs={k: tuple(v) for k, v in outputs.items()},
         inline=inline,
         orphans=frozenset(orphans),
@@ -166,7 +170,7 @@ def _call_block(
     console: Console,
     call: ToolCall,
     messages: Sequence[Message],
-    pairing: ToolPairing,
+    pairing: TranscriptPairing,
     full: bool,
 ) -> None:
     from rich.text import Text
@@ -214,3 +218,47 @@ def render_transcript(console: Console, messages: Sequence[Message], *, full: bo
             console.print(body)
         for call in m.tool_calls:
             _call_block(console, call, messages, pairing, full)
+
+
+def sessions_table(entries: Sequence[SessionEntry]) -> Table:
+    """The table `rollout ls` prints (the demo prints it too)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for name, justify in (
+        ("started (UTC)", "left"),
+        ("session", "left"),
+        ("agent", "left"),
+        ("parent", "left"),
+        ("stop", "left"),
+        ("resume", "left"),
+        ("size", "right"),
+        ("msgs", "right"),
+    ):
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    table.add_column("notes")
+    for e in entries:
+        cp = e.stop.checkpoint
+        kind = e.stop.stop_kind or ("killed" if e.stop.killed else "unknown")
+        if e.stop.found and e.stop.killed:
+            kind = "killed"
+        resume = Text(
+            "yes" if e.eligibility.replayable else f"no: {e.eligibility.tier}",
+            style="green" if e.eligibility.replayable else "yellow",
+        )
+        parent = short_id(e.parent_session_id) if e.is_child else ""
+        if e.is_child and not (e.parent_session_id and e.delegation_id):
+            parent = (parent if e.parent_session_id else "") + "?"
+        table.add_row(
+            short_time(e.started_at),
+            short_id(e.session_id),
+            e.agent_name or "",
+            parent,
+            kind,
+            resume,
+            human_size(e.size),
+            str(cp.message_count) if cp is not None else "",
+            Text(", ".join(str(f) for f in e.flags), style="bold yellow"),
+        )
+    return table

@@ -1,0 +1,79 @@
+"""The shapes of the `rollout` command's ``--json`` output (ADR 0040).
+
+Every ``--json`` output is one JSON object on one line of stdout, keys sorted, with a
+``"rollout_json"`` version key, so that scripts can rely on it and fields can be added without
+breaking them. Messages keep the
+record format's own JSON (the ``message`` field of a ``message`` record, reasoning inline), so a
+consumer can decode them with the same schema.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from ledger.damage import Degradation
+from ledger.messages import Message
+
+if TYPE_CHECKING:
+    from replay.stop import Eligibility, StopFacts
+
+__all__ = [
+    "JSON_VERSION",
+    "degradation_json",
+    "dump",
+    "eligibility_json",
+    "messages_json",
+    "stop_json",
+    "time_json",
+]
+
+JSON_VERSION: Final = 1
+"""Bumped only when a field changes meaning or disappears; new fields do not bump it."""
+
+_encoder = msgspec.json.Encoder(order="deterministic")
+
+
+def time_json(when: datetime | None) -> str | None:
+    """A time as ISO 8601 UTC with a ``Z``, or ``None``."""
+    if when is None:
+        return None
+    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def degradation_json(d: Degradation) -> dict[str, Any]:
+    """One degradation: its kind, the sentence, and where (line, seq; ``None`` when unknown)."""
+    return {"kind": str(d.kind), "detail": d.detail, "line": d.line, "seq": d.seq}
+
+
+def stop_json(facts: StopFacts) -> dict[str, Any]:
+    """Stop facts: found or not, the stop kind as written, the reason, and the checkpoint."""
+    cp = facts.checkpoint
+    return {
+        "found": facts.found,
+        "kind": facts.stop_kind,
+        "known_kind": facts.kind is not None,
+        "reason": facts.reason,
+        "killed": facts.killed,
+        "description": facts.describe(),
+        "checkpoint": None
+        if cp is None
+        else {"seq": cp.seq, "digest": cp.digest, "message_count": cp.message_count},
+    }
+
+
+def eligibility_json(e: Eligibility) -> dict[str, Any]:
+    """A resume decision: replayable or not, its tier and its reason."""
+    return {"replayable": e.replayable, "tier": str(e.tier), "reason": e.reason}
+
+
+def messages_json(messages: tuple[Message, ...]) -> list[msgspec.Raw]:
+    """Messages in the record format's JSON, byte for byte as the codec encodes them."""
+    return [msgspec.Raw(_encoder.encode(m)) for m in messages]
+
+
+def dump(document: dict[str, Any]) -> str:
+    """The document as one line of JSON (keys sorted), with the version key added."""
+    return _encoder.encode({"rollout_json": JSON_VERSION, **document}).decode()
