@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python examples/quickstart.py $(DEMO_ROOT)
+	$(BIN)/rollout --root $(DEMO_ROOT) demo
 
 test: lint types unit
 
