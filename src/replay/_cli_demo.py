@@ -268,8 +268,11 @@ def _resume(path: Path) -> int:
         return 4
 
 
-def run_demo(console: Console, root: Path) -> DemoSessions:
-    """Write the demo sessions under ``root``, then list, verify, replay and resume them."""
+def run_demo(console: Console, root: Path, command: str = "rollout") -> DemoSessions:
+    """Write the demo sessions under ``root``, then list, verify, replay and resume them.
+
+    ``command`` is how the closing hints spell the command (the way it was started).
+    """
     from rich.text import Text
 
     def step(n: int, title: str) -> None:
@@ -339,7 +342,7 @@ def run_demo(console: Console, root: Path) -> DemoSessions:
     )
 
     step(6, "Try the command yourself")
-    prefix = f"rollout --root {root}"
+    prefix = f"{command} --root {root}"
     for cmd in (
         f"{prefix} ls",
         f"{prefix} show {short_id(demo.parent_id)}",

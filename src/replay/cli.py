@@ -668,7 +668,25 @@ def demo(obj: _Ctx) -> None:
     from replay._cli_demo import run_demo
 
     obj.root.mkdir(parents=True, exist_ok=True)
-    run_demo(_console(), obj.root)
+    run_demo(_console(), obj.root, _how_invoked())
+
+
+def _how_invoked() -> str:
+    """The command as the user can type it again: `rollout` when on PATH, else its path."""
+    import shutil
+
+    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if argv0 is not None and argv0.name == "__main__.py":
+        return "python -m replay"
+    if argv0 is None or argv0.name != "rollout":
+        return "rollout"
+    found = shutil.which("rollout")
+    if found is not None and Path(found).resolve() == argv0.resolve():
+        return "rollout"
+    try:
+        return str(argv0.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(argv0)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
