@@ -134,16 +134,11 @@ def stop_facts_from_file(
         if start == 0 and data is not None and data.startswith(_BOM):
             data = data[len(_BOM) :]
         if at_end:
-            # The last record decides how the file ends, whatever its type.
+            # The last whole record decides how the file ends, whatever its type; damaged
+            # lines (a torn tail) are skipped as the forward reader skips them. Only here is a
+            # long line read whole, to tell a torn write from a whole record.
             if data is None:
-                head = scan.read(start, _PREFIX_LEN)
-                if _could_be_stop(head):
-                    data = scan.read(start, end - start)
-            if data is None:
-                killed = True
-                records_after += 1
-                at_end = False
-                continue
+                data = scan.read(start, end - start)
             stripped = data.strip()
             if not stripped:
                 continue
