@@ -9,10 +9,11 @@ for a root (SPEC rule 13).
 
 from __future__ import annotations
 
+import io
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Final
@@ -20,7 +21,13 @@ from typing import Final
 import attrs
 
 from ledger.codec import RecordDecodeError, decode_record
-from ledger.naming import ROLLOUT_SUFFIX, RolloutName, RolloutNameError, parse_rollout_filename
+from ledger.naming import (
+    ROLLOUT_SUFFIX,
+    RolloutName,
+    RolloutNameError,
+    parse_rollout_filename,
+    rollout_filename,
+)
 from ledger.records import SessionMeta
 from replay.stop import (
     Eligibility,
@@ -43,6 +50,7 @@ __all__ = [
 ]
 
 _HEAD_LIMIT: Final = 4 * 1024 * 1024
+_SMALL_FILE: Final = 64 * 1024
 _BOM: Final = b"\xef\xbb\xbf"
 
 
@@ -143,8 +151,8 @@ def list_sessions(root: str | os.PathLike[str]) -> tuple[SessionEntry, ...]:
     return tuple(entries)
 
 
-def _order(e: SessionEntry) -> tuple[float, str]:
-    return (e.started_at.timestamp() if e.started_at is not None else float("-inf"), str(e.path))
+def _order(e: SessionEntry) -> tuple[float, Path]:
+    return (e.started_at.timestamp() if e.started_at is not None else float("-inf"), e.path)
 
 
 def _flag(e: SessionEntry, flag: SessionFlag, note: str) -> SessionEntry:
@@ -153,28 +161,29 @@ def _flag(e: SessionEntry, flag: SessionFlag, note: str) -> SessionEntry:
 
 def read_session_entry(path: str | os.PathLike[str]) -> SessionEntry:
     """The listing entry of one rollout: its first line and its tail, never its messages."""
-    p = Path(path)
+    p = path if isinstance(path, Path) else Path(path)
     flags: list[SessionFlag] = []
     notes: list[str] = []
-    name: RolloutName | None = None
-    try:
-        name = parse_rollout_filename(p.name)
-    except RolloutNameError as exc:
-        flags.append(SessionFlag.NAME_UNPARSEABLE)
-        notes.append(str(exc))
     meta: SessionMeta | None = None
     size = 0
+    why: str | None = None
     try:
-        with open(p, "rb") as f:
+        with open(p, "rb", buffering=0) as f:
             size = os.fstat(f.fileno()).st_size
-            head = f.readline(_HEAD_LIMIT)
-            meta, why = _parse_head(head)
-            stop = stop_facts_from_file(f, size)
+            first = f.read(_SMALL_FILE)
+            if len(first) >= size:
+                # Small file (the usual case): one read serves the head and the tail.
+                meta, why = _parse_head(_first_line(first))
+                stop = stop_facts_from_file(io.BytesIO(first), len(first))
+            else:
+                head = first if b"\n" in first else first + f.read(_HEAD_LIMIT - len(first))
+                meta, why = _parse_head(_first_line(head))
+                stop = stop_facts_from_file(f, size)
     except OSError as exc:
         flags.append(SessionFlag.UNREADABLE)
         notes.append(f"cannot read the file: {exc.strerror or exc}")
         stop = StopFacts(found=False)
-        why = None
+    name = _parse_name(p.name, meta, flags, notes)
     if why is not None:
         flags.append(SessionFlag.HEAD_DAMAGED)
         notes.append(f"first line: {why}; identity taken from the file name")
@@ -193,7 +202,7 @@ def read_session_entry(path: str | os.PathLike[str]) -> SessionEntry:
     eligibility = resume_eligibility(stop, meta=meta)
     if SessionFlag.UNREADABLE in flags:
         eligibility = Eligibility(
-            replayable=False, tier=Tier.UNKNOWN, reason=f"stop unknown: {notes[-1]}"
+            replayable=False, tier=Tier.UNKNOWN, reason=f"stop unknown: {notes[0]}"
         )
     return SessionEntry(
         path=p,
@@ -210,6 +219,35 @@ def read_session_entry(path: str | os.PathLike[str]) -> SessionEntry:
         flags=tuple(flags),
         notes=tuple(notes),
     )
+
+
+def _parse_name(
+    name: str, meta: SessionMeta | None, flags: list[SessionFlag], notes: list[str]
+) -> RolloutName | None:
+    if meta is not None:
+        # Fast path: building the name from the head is much cheaper than parsing it, and
+        # when the two agree the parse is known (build and parse are mirrors, SPEC rule 13).
+        try:
+            expected = rollout_filename(meta.started_at, meta.session_id, meta.agent_name)
+        except RolloutNameError:
+            expected = None
+        if expected == name:
+            return RolloutName(
+                started_at=meta.started_at.astimezone(UTC).replace(microsecond=0),
+                session_id=meta.session_id,
+                agent_name=meta.agent_name,
+            )
+    try:
+        return parse_rollout_filename(name)
+    except RolloutNameError as exc:
+        flags.append(SessionFlag.NAME_UNPARSEABLE)
+        notes.append(str(exc))
+        return None
+
+
+def _first_line(data: bytes) -> bytes:
+    end = data.find(b"\n")
+    return data if end < 0 else data[: end + 1]
 
 
 def _parse_head(head: bytes) -> tuple[SessionMeta | None, str | None]:
