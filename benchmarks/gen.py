@@ -273,11 +273,14 @@ def write_rollout(
     agent_name: str | None = None,
     parent: str | None = None,
     delegation: str | None = None,
+    after_stop: Iterable[Message] = (),
 ) -> Path:
     """Write a sealed rollout of ``messages()`` (called twice: body, digest) into ``directory``.
 
     With ``compact_keep``, a ``compacted`` record keeping the last ``compact_keep`` messages
     follows the body, then ``tail_after_compaction``: the replayed window is that small part.
+    With ``after_stop``, those messages follow the terminal record: a session resumed after its
+    stop and then killed, so the last checkpoint is no longer at the tail.
     The file is written under a temporary name and renamed, so a cached file is always whole.
     """
     directory.mkdir(parents=True, exist_ok=True)
@@ -321,6 +324,12 @@ def write_rollout(
         end = ts + timedelta(seconds=1)
         buf += encode_line(AgentCheckpoint(seq=seq + 1, ts=end, digest=digest, message_count=count))
         buf += encode_line(Terminal(seq=seq + 2, ts=end, stop_kind=stop.value, reason="bench"))
+        seq += 2
+        for m in after_stop:
+            seq += 1
+            for rec in message_records(m, first_seq=seq, ts=end):
+                buf += encode_line(rec)
+                seq = rec.seq
         f.write(buf)
     os.replace(tmp, path)
     return path
@@ -391,12 +400,18 @@ def dataset(key_parts: tuple[object, ...], build: Callable[[Path], Path]) -> Dat
 
 
 def _count_messages(path: Path) -> int:
-    # The checkpoint on the second-to-last line says how many messages replay rebuilds.
+    # The messages replay rebuilds: the last checkpoint's count plus the messages after it
+    # (a session resumed after its stop point and killed has some).
     with open(path, "rb") as f:
-        f.seek(max(0, path.stat().st_size - (1 << 16)))
+        f.seek(max(0, path.stat().st_size - (1 << 22)))
         lines = f.read().splitlines()
-    rec = msgspec.json.decode(lines[-2])
-    return int(rec["message_count"])
+    after = 0
+    for line in reversed(lines):
+        if line.startswith(b'{"type":"message"'):
+            after += 1
+        elif line.startswith(b'{"type":"agent_checkpoint"'):
+            return int(msgspec.json.decode(line)["message_count"]) + after
+    raise ValueError(f"{path}: no checkpoint in the last 4 MB")
 
 
 # --- the peers' shapes ---------------------------------------------------------------------------
