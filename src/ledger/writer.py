@@ -33,7 +33,13 @@ from typing import Any, Final, Self
 import attrs
 import msgspec
 
-from ledger.codec import RecordDecodeError, decode_record, encode_line, message_records
+from ledger.codec import (
+    RecordDecodeError,
+    decode_record,
+    encode_line,
+    encode_record,
+    message_records,
+)
 from ledger.context import current_delegation_id, current_rollout_session_id
 from ledger.digest import checkpoint_digest
 from ledger.messages import Message, raw_json
@@ -44,6 +50,7 @@ from ledger.records import (
     AgentCheckpoint,
     Compacted,
     ErrorDetail,
+    MessageRecord,
     SessionMeta,
     StopKind,
     Terminal,
@@ -171,7 +178,9 @@ class RolloutWriter:
         # stop) so that stop's drain-rebuild-checkpoint sees no record slip in between.
         self._op_lock = threading.RLock()
         # _cond guards the queue and the counters shared with the worker.
-        self._cond = threading.Condition(threading.Lock())
+        self._qlock = threading.Lock()
+        self._cond = threading.Condition(self._qlock)
+        # Encoded records without their line ends; the worker frames a batch in one join.
         self._queue: deque[bytes] = deque()
         self._next_seq = next_seq
         self._base_seq = next_seq - 1
@@ -363,9 +372,14 @@ class RolloutWriter:
         ts = _now()
         with self._op_lock:
             self._check_open()
-            lines = [
-                encode_line(r) for r in message_records(message, first_seq=self._next_seq, ts=ts)
-            ]
+            if message.reasoning:
+                lines = [
+                    encode_record(r)
+                    for r in message_records(message, first_seq=self._next_seq, ts=ts)
+                ]
+            else:
+                # The common case, without the generator: one message, one record.
+                lines = [encode_record(MessageRecord(seq=self._next_seq, ts=ts, message=message))]
             self._enqueue(lines)
             self._stopped = None
 
@@ -378,20 +392,23 @@ class RolloutWriter:
         with self._op_lock:
             self._check_open()
             record = Compacted(seq=self._next_seq, ts=_now(), messages=kept, summary=summary)
-            self._enqueue([encode_line(record)])
+            self._enqueue([encode_record(record)])
             self._stopped = None
 
     def _enqueue(self, lines: list[bytes]) -> None:
         # Caller holds _op_lock, so sequence numbers and queue order agree.
-        cond = self._cond
-        with cond:
+        n = len(lines)
+        with self._qlock:
             queue = self._queue
-            was_empty = not queue
+            before = len(queue)
             queue.extend(lines)
-            self._enqueued += len(lines)
-            if was_empty or len(queue) >= MAX_BATCH_RECORDS:
-                cond.notify()
-        self._next_seq += len(lines)
+            self._enqueued += n
+            # Wake the worker only when it may be waiting for this: the queue was empty, or
+            # it just reached a full batch. Notifying on every append costs more than the
+            # append itself once the worker lags behind.
+            if before == 0 or before < MAX_BATCH_RECORDS <= before + n:
+                self._cond.notify()
+        self._next_seq += n
 
     # --- drain --------------------------------------------------------------------------------
 
@@ -458,7 +475,7 @@ class RolloutWriter:
             terminal = Terminal(
                 seq=self._next_seq + 1, ts=ts, stop_kind=kind.value, reason=reason, error=detail
             )
-            self._enqueue([encode_line(checkpoint), encode_line(terminal)])
+            self._enqueue([encode_record(checkpoint), encode_record(terminal)])
             self._drain()
             self._stopped = terminal
             return terminal
@@ -584,7 +601,9 @@ class RolloutWriter:
             while self._hold and self._flush_wanted <= self._written and not self._closing:
                 cond.wait()
             queue = self._queue
-            return [queue.popleft() for _ in range(min(MAX_BATCH_RECORDS, len(queue)))]
+            batch = [queue.popleft() for _ in range(min(MAX_BATCH_RECORDS, len(queue)))]
+        batch.append(b"")
+        return batch
 
     def _run(self) -> None:
         fd = self._fd
@@ -593,7 +612,8 @@ class RolloutWriter:
             batch = self._take_batch()
             if batch is None:
                 return
-            data = b"".join(batch)
+            n = len(batch) - 1  # the last item is the empty one that ends the last line
+            data = b"\n".join(batch)
             try:
                 _write_all(fd, data)
                 if per_batch:
@@ -603,7 +623,7 @@ class RolloutWriter:
                 return
             with self._cond:
                 self._good_size += len(data)
-                self._written += len(batch)
+                self._written += n
                 self._cond.notify_all()
 
     def _fail(self, exc: Exception) -> WriterFailedError:
