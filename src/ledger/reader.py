@@ -61,6 +61,12 @@ def iter_batches(
             break
         if first:
             first = False
+            # A short read (a pipe, a tiny chunk) may split the BOM: gather its three bytes.
+            while len(data) < len(_BOM) and _BOM.startswith(data):
+                more = read(chunk_bytes)
+                if not more:
+                    break
+                data += more
             if data.startswith(_BOM):
                 data = data[len(_BOM) :]
         cut = data.rfind(b"\n")
@@ -70,7 +76,9 @@ def iter_batches(
                 continue
             held.append(data)
             held_size += len(data)
-            if held_size > max_line_bytes:
+            # One byte of slack for the CR of a CRLF end; the exact length is checked once
+            # the line is complete (``_decode_line``), wherever the chunks happened to split it.
+            if held_size > max_line_bytes + 1:
                 skipping, skipped = True, held_size
                 held.clear()
                 held_size = 0
@@ -128,7 +136,7 @@ def _decode_block(block: bytes, lines: int, lineno: int, max_line_bytes: int) ->
 
 
 def _decode_line(raw: bytes, lineno: int, max_line_bytes: int) -> Entry | None:
-    if len(raw.rstrip(b"\r\n")) > max_line_bytes:
+    if _content_length(raw) > max_line_bytes:
         return _too_long(lineno, len(raw), max_line_bytes)
     try:
         return decode_record(raw)
@@ -136,6 +144,16 @@ def _decode_line(raw: bytes, lineno: int, max_line_bytes: int) -> Entry | None:
         if not raw.strip():
             return None
         return _damage(raw, lineno, str(exc))
+
+
+def _content_length(raw: bytes) -> int:
+    """The length of a line without its end (``\n`` or ``\r\n``)."""
+    n = len(raw)
+    if raw.endswith(b"\n"):
+        n -= 1
+    if n and raw[n - 1] == 0x0D:
+        n -= 1
+    return n
 
 
 def _too_long(lineno: int, size: int, limit: int) -> Degradation:
