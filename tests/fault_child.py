@@ -1,0 +1,112 @@
+"""A child process for the kill -9 campaign: it writes a rollout and says what it has drained.
+
+Usage::
+
+    python fault_child.py create DIRECTORY SEED START
+    python fault_child.py open PATH SEED START
+
+``create`` starts a new rollout in DIRECTORY; ``open`` continues the one at PATH. Either way the
+child then appends the messages ``message(SEED, START)``, ``message(SEED, START + 1)``, ... in
+bursts, drains (or stops, which drains) after most bursts, and prints one line per step,
+flushed, so that a parent that kills it knows what was acknowledged::
+
+    PATH <path>        the rollout file (after create or open)
+    ACK <n>            drain returned: messages START .. n-1 are in the file
+    DONE               ran out of messages (the parent killed it too late)
+
+Messages are a pure function of (seed, index), so the parent rebuilds the expected
+conversation without talking to the child. Some messages are large and some carry several
+reasoning blocks, so that batches are cut mid-message and a kill can land inside a write.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+
+from ledger import Message, Reasoning, ReasoningKind, Role, StopKind, ToolCall
+from ledger.writer import Durability, RolloutWriter
+
+# Mostly small messages, a few large ones: a write of several MB takes long enough that some
+# kills land inside it and tear a line.
+_SIZES = (0, 1, 40, 300, 3_000, 40_000, 2_000_000)
+_SIZE_WEIGHTS = (20, 20, 100, 100, 40, 10, 1)
+_ALPHABET = 'abcdefghij klmnopqrstuvwxyz\n\t"\\{}[]é中文🙂'
+LIMIT = 100_000
+
+
+def _text(rng: random.Random) -> str:
+    n = rng.choices(_SIZES, _SIZE_WEIGHTS)[0]
+    if n > 1_000:
+        # Large text is cheap to build: repeat a random piece.
+        piece = "".join(rng.choices(_ALPHABET, k=97))
+        return (piece * (n // 97 + 1))[:n]
+    return "".join(rng.choices(_ALPHABET, k=n))
+
+
+def message(seed: int, index: int) -> Message:
+    """The ``index``-th message of the conversation of ``seed`` (a pure function)."""
+    rng = random.Random(f"{seed}:{index}")  # noqa: S311 - test data, not secrets
+    turn = index % 3
+    if turn == 0:
+        return Message(role=Role.USER, content=f"#{index} {_text(rng)}")
+    if turn == 1:
+        blocks = tuple(
+            Reasoning(
+                text=_text(rng),
+                signature=f"sig-{index}-{b}",
+                kind=rng.choice((ReasoningKind.THINKING, ReasoningKind.SUMMARY)),
+            )
+            for b in range(rng.choice((0, 1, 2, 3)))
+        )
+        return Message(
+            role=Role.ASSISTANT,
+            content=f"#{index} {_text(rng)}",
+            reasoning=blocks,
+            tool_calls=(ToolCall(id=f"call_{index}", name="shell", arguments=_text(rng)),),
+        )
+    return Message(role=Role.TOOL, tool_call_id=f"call_{index - 1}", content=_text(rng))
+
+
+def messages(seed: int, start: int, stop: int) -> list[Message]:
+    """Messages ``start`` .. ``stop - 1`` of the conversation of ``seed``."""
+    return [message(seed, i) for i in range(start, stop)]
+
+
+def main(argv: list[str]) -> int:
+    mode, where, seed_text, start_text = argv
+    seed, index = int(seed_text), int(start_text)
+    # Half the runs hand batches to the OS only: without fsync the loop is faster, so more
+    # kills land inside a write. Both levels must survive a kill of the process.
+    durability = Durability.OS if (seed + index) % 2 else Durability.DRAIN
+    if mode == "create":
+        writer = RolloutWriter.create(
+            where, session_id=f"kill-{seed}", agent_name="victim", durability=durability
+        )
+    else:
+        writer = RolloutWriter.open(where, durability=durability)
+    out = sys.stdout
+    out.write(f"PATH {writer.path}\n")
+    out.flush()
+    rng = random.Random(seed * 7919 + index)  # noqa: S311 - test data, not secrets
+    while index < LIMIT:
+        for _ in range(rng.randint(1, 40)):
+            writer.append(message(seed, index))
+            index += 1
+        step = rng.random()
+        if step < 0.1:
+            writer.stop(StopKind.PAUSED, reason=f"pause at {index}")
+        elif step < 0.85:
+            writer.drain()
+        else:
+            continue
+        out.write(f"ACK {index}\n")
+        out.flush()
+    writer.close()
+    out.write("DONE\n")
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
