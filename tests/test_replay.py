@@ -19,7 +19,8 @@ from ledger import (
     ToolCall,
     encode_line,
 )
-from replay import Replay, ReplayTooLarge, estimate_tokens, read_replay
+from ledger.writer import RolloutWriter
+from replay import Replay, ReplayTooLarge, estimate_tokens, read_replay, resume_eligibility
 from replay.replay import BYTES_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS
 from rollout_files import RolloutBuilder, conversation
 from strategies import message_lists
@@ -386,3 +387,74 @@ def test_estimate_is_the_sum_over_replayed_messages(tmp_path: Path) -> None:
     assert read_replay(path, max_messages=2).estimated_tokens == sum(
         estimate_tokens(m) for m in ms[-2:]
     )
+
+
+# --- end to end with the writer ----------------------------------------------------------------
+
+
+@given(ms=message_lists)
+def test_writer_output_replays_exactly(
+    tmp_path_factory: pytest.TempPathFactory, ms: list[Message]
+) -> None:
+    """Whatever the writer records and checkpoints, replay gives back equal and verified."""
+    with RolloutWriter.create(tmp_path_factory.mktemp("w"), agent_name="coder") as w:
+        for m in ms:
+            w.append(m)
+        w.stop(StopKind.PAUSED, "pause")
+    rep = read_replay(w.path)
+    assert rep.messages == tuple(ms)
+    assert rep.exact
+    assert rep.stop.kind is StopKind.PAUSED
+    assert resume_eligibility(rep.stop, meta=rep.meta).replayable
+
+
+def test_writer_pause_resume_stop_last_checkpoint_wins(tmp_path: Path) -> None:
+    """Paused, reopened, continued and cancelled: replay verifies against the last checkpoint."""
+    first, second = conversation(1, tag="a"), conversation(2, tag="b")
+    with RolloutWriter.create(tmp_path) as w:
+        for m in first:
+            w.append(m)
+        w.stop(StopKind.PAUSED)
+    with RolloutWriter.open(w.path) as w2:
+        for m in second:
+            w2.append(m)
+        w2.stop(StopKind.CANCELLED, "user left")
+    rep = read_replay(w.path)
+    assert rep.messages == (*first, *second)
+    assert rep.exact
+    assert rep.checkpoint is not None
+    assert rep.checkpoint.message_count == len(first) + len(second)
+    assert rep.stop.checkpoint == rep.checkpoint
+    assert rep.stop.reason == "user left"
+
+
+def test_writer_resumed_then_killed(tmp_path: Path) -> None:
+    """Reopened and closed without a stop: the records after the checkpoint are flagged."""
+    with RolloutWriter.create(tmp_path) as w:
+        for m in conversation(1):
+            w.append(m)
+        w.stop(StopKind.PAUSED)
+    w2 = RolloutWriter.open(w.path)
+    w2.append(Message(role="user", content="one more thing"))
+    w2.close()
+    rep = read_replay(w.path)
+    assert not rep.verified
+    assert DegradationKind.AFTER_CHECKPOINT in kinds(rep)
+    assert rep.stop.killed
+    assert rep.stop.earlier_terminal is not None
+    assert not resume_eligibility(rep.stop).replayable
+
+
+def test_writer_compaction_replays_from_the_compacted_record(tmp_path: Path) -> None:
+    """After the writer compacts, replay restarts from the compaction and still verifies."""
+    summary = [Message(role="user", content="summary so far")]
+    with RolloutWriter.create(tmp_path) as w:
+        for m in conversation(3):
+            w.append(m)
+        w.compacted(summary, "sum")
+        w.append(Message(role="assistant", content="next"))
+        w.stop(StopKind.PAUSED)
+    rep = read_replay(w.path)
+    assert rep.messages == (*summary, Message(role="assistant", content="next"))
+    assert rep.verified
+    assert kinds(rep) == [DegradationKind.REBUILT_FROM_COMPACTED]

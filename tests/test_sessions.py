@@ -10,7 +10,8 @@ import pytest
 import ledger.reader
 import ledger.reducer
 import replay.replay
-from ledger import StopKind
+from ledger import Message, StopKind, with_delegation_id, with_rollout_session_id
+from ledger.writer import RolloutWriter
 from replay import SessionFlag, Tier, list_sessions, session_tree
 from replay.sessions import SessionEntry
 from rollout_files import START, RolloutBuilder, conversation
@@ -197,3 +198,26 @@ def test_listing_never_rebuilds_messages(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setattr(replay.replay, "iter_file_entries", forbidden)
     (e,) = list_sessions(tmp_path)
     assert e.stop.found
+
+
+def test_writer_delegation_builds_the_tree(tmp_path: Path) -> None:
+    """A child written under the parent's delegation context sits under it in the tree."""
+    with RolloutWriter.create(tmp_path, agent_name="lead") as parent:
+        parent.append(Message(role="user", content="delegate please"))
+        with (
+            with_rollout_session_id(parent.session_id),
+            with_delegation_id("call_delegate"),
+            RolloutWriter.create(tmp_path, agent_name="helper") as child,
+        ):
+            child.append(Message(role="user", content="sub task"))
+            child.stop(StopKind.COMPLETED)
+        parent.stop(StopKind.PAUSED)
+    entries = by_id(list_sessions(tmp_path))
+    kid = entries[child.session_id]
+    assert kid.parent_session_id == parent.session_id
+    assert kid.delegation_id == "call_delegate"
+    assert kid.flags == ()
+    assert entries[parent.session_id].eligibility.replayable
+    (root,) = session_tree(entries.values()).roots
+    assert root.entry.session_id == parent.session_id
+    assert [c.entry.session_id for c in root.children] == [child.session_id]
