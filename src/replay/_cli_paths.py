@@ -134,10 +134,8 @@ def resolve_target(root: Path, arg: str, files: Iterable[Path] | None = None) ->
             continue
         if sid.startswith(arg):
             matches.append((sid, path))
-    exact = [m for m in matches if m[0] == arg]
-    if len(exact) == 1:
-        return exact[0][1]
-    chosen = exact or matches
+    # An exact id wins over longer ids it prefixes; two files with that exact id stay ambiguous.
+    chosen = [m for m in matches if m[0] == arg] or matches
     if not chosen:
         raise CliError(
             f"no session under {root} has an id starting with {arg!r} (see `rollout ls`)"
