@@ -32,6 +32,8 @@ from ledger import (
 )
 from ledger.reader import iter_batches, iter_entries, iter_file_entries, rebuild
 from ledger.reducer import ReplayState, fold_batches, fold_lines
+from replay import StopFacts, read_replay
+from replay.replay import replay_from_state
 from strategies import (
     fault_conversation,
     fault_rollout_lines,
@@ -76,6 +78,11 @@ def digest_holds(state: ReplayState) -> bool:
     """Whether the last checkpoint's digest matches the conversation rebuilt up to it."""
     cp = state.checkpoint
     return cp is not None and checkpoint_digest(state.at_checkpoint) == cp.digest
+
+
+def verified(state: ReplayState) -> bool:
+    """What replay's verification says of ``state`` (the product's verdict, not this test's)."""
+    return replay_from_state(state, Path("x.jsonl"), stop=StopFacts(found=False)).verified
 
 
 def kinds(state: ReplayState) -> list[DegradationKind]:
@@ -179,6 +186,14 @@ def bitflip_campaign(lines: list[bytes], positions: range | None = None) -> Coun
                 # The digest held over a different conversation: only possible when the
                 # checkpoint itself moved, and that shows in degraded.
                 assert state.degraded, (i, bit)
+            # Replay's verdict: verified only when the conversation is exactly what was written.
+            if verified(state):
+                counts["verified"] += 1
+                assert same, f"byte {i} bit {bit}: verified over a different conversation"
+                assert state.checkpoint is not None
+                assert state.checkpoint.message_count == len(state.at_checkpoint)
+            elif not state.degraded and holds:
+                counts["verification refused (count or records after it)"] += 1
             new_kind = state.terminal.kind if state.terminal else None
             assert new_kind in (kind, None), f"byte {i} bit {bit}: {kind} became {new_kind}"
             if state.terminal is not None and state.terminal.stop_kind is None:
@@ -674,3 +689,46 @@ def test_two_records_on_one_line_are_damage() -> None:
         lines = [LINES[0], LINES[1][:-1] + sep + LINES[2], b"\n", *LINES[3:]]
         state = read(b"".join(lines))
         assert [d.line for d in state.degraded][:1] == [2], sep
+
+
+@pytest.mark.parametrize(("name", "data"), corpus_params())
+def test_replay_of_each_damaged_file_lists_its_damage(
+    tmp_path: Path, name: str, data: bytes
+) -> None:
+    """read_replay of each damaged file raises nothing, lists its damage, and verifies truly."""
+    path = tmp_path / "damaged.jsonl"
+    path.write_bytes(data)
+    rep = read_replay(path)
+    intact = name in {"intact", "blank lines", "bom", "crlf"}
+    assert rep.exact == intact, [str(d) for d in rep.degraded]
+    assert (rep.degraded == ()) == intact, [str(d) for d in rep.degraded]
+    if rep.verified:
+        # Damage the digest does not cover (a torn tail, an unknown record) may remain, but a
+        # verified conversation is the one that was written.
+        assert rep.messages == tuple(CONVERSATION)
+    reader_kinds = {d.kind for d in read(data, max_line_bytes=2048).degraded}
+    assert reader_kinds <= {d.kind for d in rep.degraded} | {DegradationKind.LINE_TOO_LONG}
+
+
+def test_replay_of_every_truncation_is_verified_only_when_whole(tmp_path: Path) -> None:
+    """A rollout cut anywhere replays without an exception and verifies only when complete."""
+    path = tmp_path / "cut.jsonl"
+    checkpoint_end = len(b"".join(LINES[:CHECKPOINT_LINE]))
+    for n in range(0, len(DATA) + 1, 7):
+        path.write_bytes(DATA[:n])
+        rep = read_replay(path)
+        assert rep.verified == (n >= checkpoint_end - 1), n
+        if not rep.verified:
+            assert rep.degraded, n
+
+
+def test_checkpoint_count_edited_is_caught() -> None:
+    """A checkpoint whose message count was edited does not verify, though its digest holds."""
+    for count in (b"4", b"6", b"0", b"50"):
+        lines = list(LINES)
+        lines[CHECKPOINT_LINE - 1] = lines[CHECKPOINT_LINE - 1].replace(
+            b'"message_count":5', b'"message_count":' + count
+        )
+        state = read(b"".join(lines))
+        assert digest_holds(state)
+        assert not verified(state), count
