@@ -561,3 +561,57 @@ def test_importing_the_packages_does_not_import_rich() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+# --- damaged files -------------------------------------------------------------------------------
+
+
+def damage(path: Path) -> None:
+    """Break one middle line (not JSON any more) and leave a torn last line."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[2] = b"{this is not json\n"
+    path.write_bytes(b"".join(lines) + b'{"type":"message","seq":99,"ts":"2026-')
+
+
+def test_show_highlights_damage_and_raw_reports_it_on_stderr(demo_root: Path) -> None:
+    """`show` lists each damaged line as a degradation; `show --raw` keeps stdout parseable."""
+    path = parent_file(demo_root)
+    damage(path)
+    result = run("show", str(path), root=demo_root)
+    assert result.exit_code == 0
+    flagged = [line for line in result.stdout.splitlines() if line.startswith("! ")]
+    assert any("unparseable_line" in line and "line 3" in line for line in flagged)
+    assert any("torn_tail" in line for line in flagged)
+    raw = run("show", "--raw", str(path), root=demo_root)
+    assert raw.exit_code == 0
+    for line in raw.stdout.splitlines():
+        json.loads(line)
+    assert len(raw.stderr.strip().splitlines()) == 2
+
+
+def test_damaged_head_is_listed_flagged_and_fails_verification(demo_root: Path) -> None:
+    """A file whose first line is damaged is still listed (flagged) and fails `verify`."""
+    bad = demo_root / "2026-12-01_10-00-00_deadbeef_broken.jsonl"
+    bad.write_bytes(b"\x00\x01 not a record\n")
+    sessions = {s["session_id"]: s for s in ls_json(demo_root)}
+    assert "head_damaged" in sessions["deadbeef"]["flags"]  # type: ignore[operator]
+    assert sessions["deadbeef"]["stop"]["found"] is False  # type: ignore[index]
+    result = run("verify", "deadbeef", root=demo_root)
+    assert result.exit_code == 1
+    assert result.stdout.startswith("FAILED")
+
+
+def test_verify_many_files_prints_one_line_each_without_a_progress_bar(demo_root: Path) -> None:
+    """With many files and stdout not a terminal, verify prints exactly one line per session."""
+    source = parent_file(demo_root)
+    for n in range(10):
+        sid = f"copy{n:04d}"
+        (demo_root / "copies").mkdir(exist_ok=True)
+        target = demo_root / "copies" / rollout_filename(datetime(2026, 12, 1, tzinfo=UTC), sid)
+        shutil.copyfile(source, target)
+    result = run("verify", "--all", root=demo_root)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) == 12 + 1
+    assert lines[-1] == "12 session(s) checked, 0 failed"
+    assert "\x1b" not in result.stdout
