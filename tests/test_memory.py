@@ -381,3 +381,13 @@ def test_concurrent_appends_lose_nothing_in_dev_mode(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"
+
+
+def test_extend_appends_in_order_and_truncates() -> None:
+    """extend() appends each message in order, with the same truncation as append()."""
+    memory = ConversationMemory(3)
+    memory.add_system("s")
+    memory.extend(user(i) for i in range(4))
+    assert memory.snapshot() == (Message(role="system", content="s"), user(2), user(3))
+    memory.clear()
+    assert memory.snapshot() == ()

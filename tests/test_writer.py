@@ -681,3 +681,26 @@ def test_async_with_normal_exit_closes(tmp_path: Path) -> None:
     w = asyncio.run(main())
     assert w.closed
     assert rebuild(w.path).messages == (user(0),)
+
+
+def test_stop_that_cannot_read_the_file_back_writes_nothing(
+    writer: RolloutWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the file cannot be read back, stop raises, writes no half stop point, and may retry."""
+    writer.append(user(0))
+
+    def unreadable(path: Any) -> Any:
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    monkeypatch.setattr(writer_module, "rebuild", unreadable)
+    with pytest.raises(WriterError, match="could not read back"):
+        writer.stop(StopKind.PAUSED)
+    monkeypatch.undo()
+    writer.drain()
+    kinds = [type(r) for r in read_records(writer.path)]
+    assert AgentCheckpoint not in kinds
+    assert Terminal not in kinds
+    writer.stop(StopKind.PAUSED)
+    state = rebuild(writer.path)
+    assert state.checkpoint is not None
+    assert state.checkpoint.message_count == 1

@@ -464,7 +464,14 @@ class RolloutWriter:
         with self._op_lock:
             self._check_open()
             self._drain()
-            state = rebuild(self._path)
+            try:
+                state = rebuild(self._path)
+            except OSError as exc:
+                raise WriterError(
+                    f"could not read back {self._path} to checkpoint it ({exc}); nothing was "
+                    "written for this stop: fix the cause and call stop() again",
+                    self._path,
+                ) from exc
             ts = _now()
             checkpoint = AgentCheckpoint(
                 seq=self._next_seq,
@@ -585,7 +592,7 @@ class RolloutWriter:
         monotonic = time.monotonic
         with cond:
             while not self._queue:
-                if self._closing:
+                if self._closing or self._error is not None:
                     return None
                 cond.wait()
             deadline = monotonic() + MAX_BATCH_DELAY
