@@ -704,3 +704,50 @@ def test_stop_that_cannot_read_the_file_back_writes_nothing(
     state = rebuild(writer.path)
     assert state.checkpoint is not None
     assert state.checkpoint.message_count == 1
+
+
+def test_a_real_file_size_limit_surfaces_and_leaves_the_file_readable(tmp_path: Path) -> None:
+    """A write refused by the OS (RLIMIT_FSIZE, like a full disk) surfaces; the file stays whole."""
+    code = textwrap.dedent(
+        """
+        import resource, signal, sys
+        from ledger import Message, RolloutWriter, WriterFailedError
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        w = RolloutWriter.create(sys.argv[1])
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20000, resource.RLIM_INFINITY))
+        try:
+            for i in range(2000):
+                w.append(Message(role="user", content=f"message {i} " + "x" * 50))
+                if i % 100 == 99:
+                    w.drain()
+        except WriterFailedError as exc:
+            print("failed:", exc)
+        try:
+            w.close()
+        except WriterFailedError:
+            pass
+        print(w.path)
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        check=False,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    first, path_line = proc.stdout.strip().splitlines()
+    assert first.startswith("failed: writing the rollout ")
+    assert "File too large" in first
+    path = Path(path_line)
+    assert path.stat().st_size <= 20000
+    assert path.read_bytes().endswith(b"\n")
+    state = rebuild(path)
+    assert state.degraded == ()
+    n = len(state.messages)
+    assert 0 < n < 2000
+    assert state.messages == tuple(
+        Message(role="user", content=f"message {i} " + "x" * 50) for i in range(n)
+    )
