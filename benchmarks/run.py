@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -119,6 +120,7 @@ class Report:
     raw: dict[str, Any] = field(default_factory=dict)
     profiles: dict[str, Any] = field(default_factory=dict)
     missed: list[str] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
 
     def add(self, *rows: Row) -> None:
         for r in rows:
@@ -468,7 +470,7 @@ def section_resume(cfg: Config, lib: Library, rep: Report) -> None:
             if lib.read_replay is not None:
                 r = lib.read_replay(ds.path)
                 if not r.verified or len(r.messages) != ds.messages:
-                    raise SystemExit(
+                    raise RuntimeError(
                         f"read_replay of {ds.path} gave verified={r.verified} and "
                         f"{len(r.messages)} messages (expected {ds.messages}): the data or the "
                         "library is wrong; delete benchmarks/data and run again"
@@ -641,7 +643,7 @@ def section_stop(cfg: Config, lib: Library, rep: Report) -> None:
         for ds in files.values():
             facts = lib.read_stop_facts(ds.path)
             if not facts.found or facts.checkpoint is None:
-                raise SystemExit(f"read_stop_facts found no stop point in {ds.path}")
+                raise RuntimeError(f"read_stop_facts found no stop point in {ds.path}")
 
         def per_call(p: Path) -> Callable[[], float]:
             def run() -> float:
@@ -683,7 +685,7 @@ def section_stop(cfg: Config, lib: Library, rep: Report) -> None:
     root = listing_root(n)
     got = len(list(lib.list_sessions(root)))  # also warms the page cache
     if got != n:
-        raise SystemExit(f"list_sessions({root}) listed {got} sessions, expected {n}")
+        raise RuntimeError(f"list_sessions({root}) listed {got} sessions, expected {n}")
     times = interleaved({"list": lambda: _timed(lambda: list(lib.list_sessions(root)))}, 3)
     t = med(times["list"])
     per10k = t * 10_000 / n
@@ -1094,29 +1096,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     t_start = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=gen.data_root(), prefix="tmp-") as tmp:
         work = Path(tmp)
+        runners: dict[str, Callable[[], None]] = {
+            "write": lambda: section_write(cfg, lib, rep, work),
+            "resume": lambda: section_resume(cfg, lib, rep),
+            "stop": lambda: section_stop(cfg, lib, rep),
+            "memory": lambda: section_memory(cfg, lib, rep),
+            "scaling": lambda: section_scaling(cfg, lib, rep, work),
+        }
         for s in only:
             t0 = time.perf_counter()
-            if s == "write":
-                section_write(cfg, lib, rep, work)
-            elif s == "resume":
-                section_resume(cfg, lib, rep)
-            elif s == "stop":
-                section_stop(cfg, lib, rep)
-            elif s == "memory":
-                section_memory(cfg, lib, rep)
-            elif s == "scaling":
-                section_scaling(cfg, lib, rep, work)
+            try:
+                runners[s]()
+            except Exception as exc:  # one broken section must not lose the others' figures
+                rep.errors[s] = traceback.format_exc()
+                rep.add(Row(s, "section failed", f"{type(exc).__name__}: {exc}", status="ERROR"))
             rep.raw.setdefault("section_seconds", {})[s] = time.perf_counter() - t0
         if rep.missed and not args.no_profile:
-            profile_missed(cfg, lib, rep, work)
+            try:
+                profile_missed(cfg, lib, rep, work)
+            except Exception:  # a profile is a diagnosis; the figures above stand without it
+                rep.errors["profile"] = traceback.format_exc()
     elapsed = time.perf_counter() - t_start
     print(f"\nmissed goals: {', '.join(rep.missed) or 'none'}; took {elapsed:.0f} s")
+    for name, tb in rep.errors.items():
+        print(f"\nsection {name} failed:\n{tb}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     doc = {
         "environment": env,
         "elapsed_s": elapsed,
         "rows": [asdict(r) for r in rep.rows],
         "missed": rep.missed,
+        "errors": rep.errors,
         "raw": rep.raw,
         "profiles": rep.profiles,
     }
