@@ -95,8 +95,14 @@ class SessionEntry:
 
 
 def iter_rollout_paths(root: str | os.PathLike[str]) -> Iterator[Path]:
-    """Every ``*.jsonl`` file under ``root``, recursively, skipping hidden directories."""
+    """Every ``*.jsonl`` file under ``root``, recursively, skipping hidden directories.
+
+    Symlinked directories are not followed, and a symlinked file is yielded only when its
+    target lies inside ``root``: a link planted in the root never makes the listing read a
+    file elsewhere.
+    """
     stack = [os.fspath(root)]
+    real_root: str | None = None
     while stack:
         d = stack.pop()
         try:
@@ -111,6 +117,12 @@ def iter_rollout_paths(root: str | os.PathLike[str]) -> Iterator[Path]:
                     if e.is_dir(follow_symlinks=False):
                         stack.append(e.path)
                     elif e.name.endswith(ROLLOUT_SUFFIX) and e.is_file():
+                        if e.is_symlink():
+                            if real_root is None:
+                                real_root = os.path.realpath(root)
+                            target = os.path.realpath(e.path)
+                            if os.path.commonpath((real_root, target)) != real_root:
+                                continue
                         yield Path(e.path)
                 except OSError:
                     continue
