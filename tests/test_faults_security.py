@@ -166,14 +166,6 @@ def test_listing_does_not_descend_into_symlinked_directories(tmp_path: Path) -> 
     assert [e.session_id for e in list_sessions(root)] == ["inside"]
 
 
-SYMLINK_ESCAPE = pytest.mark.xfail(
-    strict=True,
-    reason="B7: a *.jsonl symlink planted in the root is followed to a file outside it by the "
-    "listing and by session-id prefix resolution",
-)
-
-
-@SYMLINK_ESCAPE
 def test_listing_does_not_read_a_symlinked_file_outside_the_root(tmp_path: Path) -> None:
     """A *.jsonl symlink in the root that points outside it is not read as a session."""
     root = tmp_path / "root"
@@ -183,7 +175,6 @@ def test_listing_does_not_read_a_symlinked_file_outside_the_root(tmp_path: Path)
     assert [e.session_id for e in list_sessions(root) if e.meta is not None] == []
 
 
-@SYMLINK_ESCAPE
 def test_session_prefix_does_not_resolve_through_a_symlink_outside_the_root(
     tmp_path: Path,
 ) -> None:
