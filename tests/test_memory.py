@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -292,6 +293,9 @@ class GilYieldingWriter:
         self.got.append(message)
         time.sleep(0)
 
+    def compacted(self, messages: Iterable[Message], summary: str | None = None) -> None:
+        self.got = list(messages)
+
 
 def race(directory: str | None, max_size: int | None = None) -> None:
     """8 threads append at once to a memory bound to a writer; check that nothing was lost.
@@ -301,7 +305,7 @@ def race(directory: str | None, max_size: int | None = None) -> None:
     """
     fake = GilYieldingWriter() if directory is None else None
     writer = fake or RolloutWriter.create(directory or "", durability=Durability.OS)
-    memory = ConversationMemory(max_size, writer=writer)  # type: ignore[arg-type]
+    memory = ConversationMemory(max_size, writer=writer)
     barrier = threading.Barrier(N_THREADS)
 
     def work(t: int) -> None:

@@ -20,7 +20,7 @@ from ledger.context import (
 )
 from ledger.damage import Degradation, DegradationKind
 from ledger.digest import checkpoint_digest
-from ledger.memory import ConversationMemory, MemoryWireError
+from ledger.memory import ConversationMemory, MemoryWireError, MessageSink
 from ledger.messages import (
     ContentPart,
     MediaPart,
@@ -81,6 +81,7 @@ __all__ = [
     "MemoryWireError",
     "Message",
     "MessageRecord",
+    "MessageSink",
     "OpaquePart",
     "Origin",
     "Reasoning",

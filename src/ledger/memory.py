@@ -12,16 +12,23 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 
 from ledger.messages import ContentPart, Message, Reasoning, Role, ToolCall
 
-if TYPE_CHECKING:
-    from ledger.writer import RolloutWriter
+__all__ = ["ConversationMemory", "MemoryWireError", "MessageSink"]
 
-__all__ = ["ConversationMemory", "MemoryWireError"]
+
+class MessageSink(Protocol):
+    """What a memory can be bound to: a :class:`~ledger.writer.RolloutWriter`, or any writer
+    with the same ``append`` and ``compacted``."""
+
+    def append(self, message: Message) -> None: ...
+
+    def compacted(self, messages: Iterable[Message], summary: str | None = None) -> None: ...
+
 
 _PROTECTED_ROLES = frozenset((Role.SYSTEM, Role.DEVELOPER))
 
@@ -60,7 +67,7 @@ class ConversationMemory:
 
     __slots__ = ("_dropped", "_lock", "_max_size", "_messages", "_writer")
 
-    def __init__(self, max_size: int | None = None, *, writer: RolloutWriter | None = None) -> None:
+    def __init__(self, max_size: int | None = None, *, writer: MessageSink | None = None) -> None:
         self._max_size = _check_max_size(max_size)
         self._messages: list[Message] = []
         self._dropped = 0
@@ -82,7 +89,7 @@ class ConversationMemory:
             return self._dropped
 
     @property
-    def writer(self) -> RolloutWriter | None:
+    def writer(self) -> MessageSink | None:
         """The writer appended messages also go to, or ``None``."""
         return self._writer
 
@@ -107,7 +114,7 @@ class ConversationMemory:
 
     # --- writing ----------------------------------------------------------------------------
 
-    def bind(self, writer: RolloutWriter | None) -> None:
+    def bind(self, writer: MessageSink | None) -> None:
         """Send every message appended from now on to ``writer`` too (``None`` unbinds)."""
         with self._lock:
             self._writer = writer
@@ -235,7 +242,7 @@ class ConversationMemory:
 
     @classmethod
     def from_json(
-        cls, data: str | bytes, *, writer: RolloutWriter | None = None
+        cls, data: str | bytes, *, writer: MessageSink | None = None
     ) -> ConversationMemory:
         """Rebuild a memory from :meth:`to_json` output (loaded without truncation)."""
         try:
