@@ -429,7 +429,14 @@ class RolloutWriter:
                 self._flush_wanted = max(self._flush_wanted, target)
                 cond.notify_all()
                 while self._written < target and self._error is None:
-                    cond.wait()
+                    # The timeout only guards against a worker that died without reporting
+                    # (it catches every Exception, so only an interpreter shutdown does that).
+                    if not cond.wait(1.0) and not self._worker.is_alive():
+                        self._error = WriterFailedError(
+                            f"the writer thread of {self._path} is gone; records after seq "
+                            f"{self._base_seq + self._written} were not written",
+                            self._path,
+                        )
             error = self._error
         if error is not None:
             raise error
