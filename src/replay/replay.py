@@ -75,7 +75,7 @@ class Replay:
     rebuilt up to it and nothing was rebuilt after it: the whole conversation is covered.
     ``degraded`` lists every inexact restoration, one entry each. ``total_messages`` is the
     length of the rebuilt conversation before any cap; ``stop`` are the stop facts read from
-    the file's tail.
+    the file's tail. ``estimated_tokens`` is counted by ``token_counter`` when first read.
     """
 
     path: Path
@@ -85,10 +85,23 @@ class Replay:
     terminal: Terminal | None
     verified: bool
     degraded: tuple[Degradation, ...]
-    estimated_tokens: int
     total_messages: int
     compactions: int
     stop: StopFacts
+    token_counter: TokenCounter = attrs.field(default=estimate_tokens, eq=False, repr=False)
+    # Counting encodes every message again (a fifth of a replay's cost), so it is done on first
+    # use and kept; it derives from the messages and the counter, so equality ignores it.
+    _tokens: int | None = attrs.field(default=None, init=False, eq=False, repr=False)
+
+    @property
+    def estimated_tokens(self) -> int:
+        """The token estimate of ``messages`` by ``token_counter`` (counted on first use)."""
+        tokens = self._tokens
+        if tokens is None:
+            count = self.token_counter
+            tokens = sum(count(m) for m in self.messages)
+            object.__setattr__(self, "_tokens", tokens)
+        return tokens
 
     @property
     def exact(self) -> bool:
@@ -196,8 +209,6 @@ def replay_from_state(
                 f"messages, dropped the first {total - max_messages}",
             )
         )
-    count = token_counter or estimate_tokens
-    tokens = sum(count(m) for m in messages)
     result = Replay(
         path=path,
         meta=state.meta,
@@ -206,12 +217,12 @@ def replay_from_state(
         terminal=state.terminal,
         verified=verified,
         degraded=tuple(degraded),
-        estimated_tokens=tokens,
+        token_counter=token_counter or estimate_tokens,
         total_messages=total,
         compactions=state.compactions,
         stop=stop,
     )
-    if token_budget is not None and tokens > token_budget:
+    if token_budget is not None and result.estimated_tokens > token_budget:
         raise ReplayTooLarge(result, token_budget)
     return result
 
