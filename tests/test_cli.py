@@ -166,6 +166,17 @@ def test_a_path_outside_the_root_is_refused_even_through_a_symlink(tmp_path: Pat
     assert resolve_target(root, str(inside)) == inside
 
 
+def test_a_prefix_never_resolves_to_a_link_that_leads_outside(tmp_path: Path) -> None:
+    """Even when handed a planted link, id resolution refuses a file outside the root."""
+    root = tmp_path / "root"
+    root.mkdir()
+    outside = fake_rollout(tmp_path / "elsewhere", "secret1")
+    link = root / outside.name
+    link.symlink_to(outside)
+    with pytest.raises(CliError, match="outside the root"):
+        resolve_target(root, "secret", files=[link])
+
+
 def test_since_accepts_durations_and_dates() -> None:
     """--since takes 30m/2h/3d/1w back from now, or an ISO date taken as UTC."""
     now = datetime(2026, 12, 2, 12, tzinfo=UTC)

@@ -147,7 +147,11 @@ def resolve_target(root: Path, arg: str, files: Iterable[Path] | None = None) ->
             f"session id prefix {arg!r} is ambiguous under {root}: {len(chosen)} files match: "
             f"{shown}{more}; give more characters or the path"
         )
-    return chosen[0][1]
+    found = chosen[0][1]
+    if not _inside(found, root):
+        # The listing already skips such links; a resolver must not rely on that alone.
+        raise CliError(f"{found} points outside the root {root}; it is not read")
+    return found
 
 
 _DURATION: Final = re.compile(r"(?P<n>\d+)\s*(?P<unit>[smhdw])")
