@@ -458,3 +458,20 @@ def test_writer_compaction_replays_from_the_compacted_record(tmp_path: Path) -> 
     assert rep.messages == (*summary, Message(role="assistant", content="next"))
     assert rep.verified
     assert kinds(rep) == [DegradationKind.REBUILT_FROM_COMPACTED]
+
+
+def test_tokens_are_counted_once_and_only_when_asked(tmp_path: Path) -> None:
+    """Without a budget the counter runs on first reading of the estimate, and only once."""
+    ms = conversation(2)
+    path = RolloutBuilder(tmp_path).extend(ms).write()
+    calls: list[Message] = []
+
+    def counter(m: Message) -> int:
+        calls.append(m)
+        return 1
+
+    rep = read_replay(path, token_counter=counter)
+    assert calls == []
+    assert rep.estimated_tokens == len(ms)
+    assert rep.estimated_tokens == len(ms)
+    assert len(calls) == len(ms)
