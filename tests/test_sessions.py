@@ -221,3 +221,23 @@ def test_writer_delegation_builds_the_tree(tmp_path: Path) -> None:
     (root,) = session_tree(entries.values()).roots
     assert root.entry.session_id == parent.session_id
     assert [c.entry.session_id for c in root.children] == [child.session_id]
+
+
+def test_large_files_and_long_heads_are_listed(tmp_path: Path) -> None:
+    """Files past the one-read size, and a first line longer than it, list like small ones."""
+    big = RolloutBuilder(tmp_path / "big", session_id="big")
+    big.extend(Message(role="user", content="x" * 1000) for _ in range(200)).stop("paused")
+    big.write()
+    long_head = RolloutBuilder(tmp_path / "head", session_id="head", agent_name="a" * 100)
+    long_head.lines[0] = long_head.lines[0].replace(
+        b'"format_version"', b'"cwd":"' + b"d" * 100_000 + b'","format_version"'
+    )
+    long_head.stop("cancelled").write()
+    entries = by_id(list_sessions(tmp_path))
+    assert entries["big"].size > 64 * 1024
+    assert entries["big"].stop.kind is StopKind.PAUSED
+    assert entries["big"].flags == ()
+    assert entries["head"].meta is not None
+    assert entries["head"].meta.cwd == "d" * 100_000
+    assert entries["head"].stop.kind is StopKind.CANCELLED
+    assert entries["head"].flags == ()

@@ -9,7 +9,6 @@ for a root (SPEC rule 13).
 
 from __future__ import annotations
 
-import io
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -35,7 +34,8 @@ from replay.stop import (
     Tier,
     child_without_coordinates,
     resume_eligibility,
-    stop_facts_from_file,
+    stop_facts_from_bytes,
+    stop_facts_from_fd,
 )
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
 
 _HEAD_LIMIT: Final = 4 * 1024 * 1024
 _SMALL_FILE: Final = 64 * 1024
+_OPEN_FLAGS: Final = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 _BOM: Final = b"\xef\xbb\xbf"
 
 
@@ -180,17 +181,22 @@ def read_session_entry(path: str | os.PathLike[str]) -> SessionEntry:
     size = 0
     why: str | None = None
     try:
-        with open(p, "rb", buffering=0) as f:
-            size = os.fstat(f.fileno()).st_size
-            first = f.read(_SMALL_FILE)
+        fd = os.open(p, _OPEN_FLAGS)
+        try:
+            size = os.fstat(fd).st_size
+            first = os.read(fd, _SMALL_FILE)
             if len(first) >= size:
                 # Small file (the usual case): one read serves the head and the tail.
                 meta, why = _parse_head(_first_line(first))
-                stop = stop_facts_from_file(io.BytesIO(first), len(first))
+                stop = stop_facts_from_bytes(first)
             else:
-                head = first if b"\n" in first else first + f.read(_HEAD_LIMIT - len(first))
+                head = first
+                if b"\n" not in head:
+                    head += os.pread(fd, _HEAD_LIMIT - len(head), len(head))
                 meta, why = _parse_head(_first_line(head))
-                stop = stop_facts_from_file(f, size)
+                stop = stop_facts_from_fd(fd, size)
+        finally:
+            os.close(fd)
     except OSError as exc:
         flags.append(SessionFlag.UNREADABLE)
         notes.append(f"cannot read the file: {exc.strerror or exc}")

@@ -14,7 +14,7 @@ first), within a bounded scan budget.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import StrEnum
 from typing import BinaryIO, Final
 
@@ -31,6 +31,8 @@ __all__ = [
     "child_without_coordinates",
     "read_stop_facts",
     "resume_eligibility",
+    "stop_facts_from_bytes",
+    "stop_facts_from_fd",
     "stop_facts_from_file",
 ]
 
@@ -122,7 +124,26 @@ def stop_facts_from_file(
     f: BinaryIO, size: int, *, scan_budget: int = DEFAULT_SCAN_BUDGET
 ) -> StopFacts:
     """Stop facts of an open binary rollout of ``size`` bytes (the listing reuses its handle)."""
-    scan = _BackwardScan(f, size, scan_budget)
+
+    def read_at(offset: int, n: int) -> bytes:
+        f.seek(offset)
+        return f.read(n)
+
+    return _stop_facts(read_at, size, scan_budget)
+
+
+def stop_facts_from_fd(fd: int, size: int, *, scan_budget: int = DEFAULT_SCAN_BUDGET) -> StopFacts:
+    """Stop facts of a rollout open as the file descriptor ``fd`` (positional reads only)."""
+    return _stop_facts(lambda offset, n: os.pread(fd, n, offset), size, scan_budget)
+
+
+def stop_facts_from_bytes(data: bytes, *, scan_budget: int = DEFAULT_SCAN_BUDGET) -> StopFacts:
+    """Stop facts of a whole rollout already in memory (the listing reads small files whole)."""
+    return _stop_facts(lambda offset, n: data[offset : offset + n], len(data), scan_budget)
+
+
+def _stop_facts(read_at: Callable[[int, int], bytes], size: int, scan_budget: int) -> StopFacts:
+    scan = _BackwardScan(read_at, size, scan_budget)
     terminal: Terminal | None = None
     earlier_terminal: Terminal | None = None
     checkpoint: AgentCheckpoint | None = None
@@ -211,16 +232,12 @@ def _could_be_stop(head: bytes) -> bool:
 class _BackwardScan:
     """Lines of a file from the last to the first, reading fixed blocks backwards."""
 
-    def __init__(self, f: BinaryIO, size: int, budget: int) -> None:
-        self.f = f
+    def __init__(self, read_at: Callable[[int, int], bytes], size: int, budget: int) -> None:
+        self.read = read_at
         self.size = size
         self.budget = budget
         self.scanned = 0
         self.exhausted = False
-
-    def read(self, start: int, n: int) -> bytes:
-        self.f.seek(start)
-        return self.f.read(n)
 
     def lines(self) -> Iterator[tuple[int, int, bytes | None]]:
         """Yield ``(start, end, data)`` per line, last first; ``data`` is ``None`` when too long.
@@ -239,8 +256,7 @@ class _BackwardScan:
             n = min(block, pos)
             block = _BLOCK
             pos -= n
-            self.f.seek(pos)
-            buf = self.f.read(n)
+            buf = self.read(pos, n)
             self.scanned += n
             i = len(buf)
             while True:
