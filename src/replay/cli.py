@@ -69,6 +69,7 @@ __all__ = ["cli", "main"]
 
 _DEBUG_ENV = "ROLLOUT_DEBUG"
 _PIPE_WIDTH = 160
+_ORDER = ("ls", "show", "verify", "replay", "tree", "schema", "demo")
 
 
 def _one_line(text: str) -> str:
@@ -82,6 +83,11 @@ def _fail(prog: str, message: str, code: int) -> int:
 
 class _RolloutGroup(click.Group):
     """A group whose failures are one line on stderr and an exit status, never a traceback."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        # The order an operator meets them in, not the alphabet.
+        known = [c for c in _ORDER if c in self.commands]
+        return known + sorted(set(self.commands) - set(known))
 
     def main(
         self,
@@ -308,7 +314,7 @@ def _contains(node: SessionNode, path: Path) -> bool:
     return False
 
 
-@cli.command("tree")
+@cli.command("tree", short_help="Show the delegation tree of parents and children.")
 @click.argument("session", required=False, metavar="[SESSION_ID]")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead of a tree.")
 @pass_ctx
@@ -368,7 +374,7 @@ def _print_forest(
 # --- show ----------------------------------------------------------------------------------------
 
 
-@cli.command()
+@cli.command(short_help="Show a transcript (or the raw records).")
 @click.argument("session", metavar="PATH|SESSION_ID")
 @click.option("--raw", is_flag=True, help="Print the records (JSONL) instead of the transcript.")
 @click.option("--full", is_flag=True, help="Do not fold reasoning, arguments or tool output.")
@@ -502,7 +508,7 @@ def _verdict(rep: Replay) -> tuple[str, tuple[Degradation, ...]]:
     return "unverified", tuple(rep.degraded)
 
 
-@cli.command()
+@cli.command(short_help="Check digests and damage; exit 1 if any session fails.")
 @click.argument("paths", nargs=-1, metavar="[PATH|SESSION_ID]...")
 @click.option("--all", "all_", is_flag=True, help="Verify every rollout under the root.")
 @click.option("--strict", is_flag=True, help="Fail sessions that have no checkpoint to verify.")
@@ -585,7 +591,7 @@ def _verify_line(
 # --- replay --------------------------------------------------------------------------------------
 
 
-@cli.command("replay")
+@cli.command("replay", short_help="Rebuild a conversation exactly (JSON with --json).")
 @click.argument("session", metavar="PATH|SESSION_ID")
 @click.option(
     "--budget", type=click.IntRange(min=0), metavar="N", help="Token budget; over it, exit 3."
@@ -657,7 +663,7 @@ def _handoff(rep: Replay) -> str:
 # --- demo --------------------------------------------------------------------------------------
 
 
-@cli.command()
+@cli.command(short_help="Write a sample session, then list, verify, replay and resume it.")
 @pass_ctx
 def demo(obj: _Ctx) -> None:
     """Write a realistic session under the root, then list, verify, replay and resume it.
