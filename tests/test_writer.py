@@ -28,6 +28,7 @@ from ledger import (
     AgentCheckpoint,
     Durability,
     Message,
+    Reasoning,
     RolloutExistsError,
     RolloutWriter,
     SessionMeta,
@@ -271,8 +272,6 @@ def test_append_does_not_wait_for_the_disk(writer: RolloutWriter) -> None:
 
 def test_reasoning_on_a_non_assistant_message_is_refused(writer: RolloutWriter) -> None:
     """A message whose reasoning could not be restored is refused and takes no seq."""
-    from ledger import Reasoning
-
     with pytest.raises(ValueError, match="only assistant messages carry reasoning"):
         writer.append(Message(role="user", content="x", reasoning=(Reasoning(text="t"),)))
     assert writer.next_seq == 2
@@ -751,3 +750,64 @@ def test_a_real_file_size_limit_surfaces_and_leaves_the_file_readable(tmp_path: 
     assert state.messages == tuple(
         Message(role="user", content=f"message {i} " + "x" * 50) for i in range(n)
     )
+
+
+def thinker(i: int, blocks: int = 2) -> Message:
+    return Message(
+        role="assistant",
+        content=f"answer {i}",
+        reasoning=tuple(Reasoning(text=f"thought {i}.{b}") for b in range(blocks)),
+    )
+
+
+def test_reasoning_left_without_its_message_is_moved_aside(tmp_path: Path) -> None:
+    """Reasoning records at the end (their message never written) are cut off and kept aside."""
+    with RolloutWriter.create(tmp_path, durability=Durability.OS) as w:
+        w.append(user(0))
+        w.append(thinker(1))
+    lines = w.path.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 5  # meta, user, 2 reasoning, assistant
+    w.path.write_bytes(b"".join(lines[:4]))
+    again = RolloutWriter.open(w.path)
+    assert again.repair is not None
+    assert again.repair.kind == "orphan_reasoning_moved"
+    assert again.repair.sidecar is not None
+    assert again.repair.sidecar.read_bytes() == b"".join(lines[2:4])
+    assert again.next_seq == 3
+    mine = thinker(2, blocks=1)
+    again.append(mine)
+    again.stop(StopKind.PAUSED)
+    again.close()
+    state = rebuild(w.path)
+    assert state.messages == (user(0), mine)
+    assert state.degraded == ()
+
+
+def test_orphan_reasoning_and_a_torn_line_go_aside_together(tmp_path: Path) -> None:
+    """A torn line after orphan reasoning records is moved with them, into one sidecar."""
+    with RolloutWriter.create(tmp_path, durability=Durability.OS) as w:
+        w.append(user(0))
+        w.append(thinker(1))
+    lines = w.path.read_bytes().splitlines(keepends=True)
+    torn = lines[4][:20]
+    w.path.write_bytes(b"".join(lines[:4]) + torn)
+    again = RolloutWriter.open(w.path)
+    again.close()
+    assert again.repair is not None
+    assert again.repair.kind == "orphan_reasoning_moved"
+    assert again.repair.sidecar is not None
+    assert again.repair.sidecar.read_bytes() == b"".join(lines[2:4]) + torn
+    assert w.path.read_bytes() == b"".join(lines[:2])
+    assert "reasoning records left without their message" in str(again.repair)
+
+
+def test_a_failed_create_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """If the session_meta cannot be written, create raises and removes the file it made."""
+
+    def no_space(fd: int, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(writer_module, "_write_all", no_space)
+    with pytest.raises(OSError, match="No space left"):
+        RolloutWriter.create(tmp_path)
+    assert list(tmp_path.iterdir()) == []

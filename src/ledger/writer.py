@@ -51,6 +51,7 @@ from ledger.records import (
     Compacted,
     ErrorDetail,
     MessageRecord,
+    ReasoningRecord,
     SessionMeta,
     StopKind,
     Terminal,
@@ -129,9 +130,11 @@ class RolloutExistsError(WriterError, FileExistsError):
 class TailRepair:
     """What :meth:`RolloutWriter.open` did to the last line left by a writer that was killed.
 
-    ``kind`` is ``"newline_added"`` (a complete record lacked only its line end) or
+    ``kind`` is ``"newline_added"`` (a complete record lacked only its line end),
     ``"torn_line_moved"`` (an incomplete line was cut off the file and kept, byte for byte, in
-    ``sidecar``). ``offset`` is where the last line started; ``size`` its length in bytes.
+    ``sidecar``) or ``"orphan_reasoning_moved"`` (reasoning records whose message was never
+    written, and anything after them, were cut off and kept in ``sidecar``). ``offset`` is where
+    the cut (or the completed line) starts; ``size`` the number of bytes concerned.
     """
 
     kind: str
@@ -142,10 +145,12 @@ class TailRepair:
     def __str__(self) -> str:
         if self.kind == "newline_added":
             return f"added the missing line end after the complete record at byte {self.offset}"
-        return (
-            f"moved an incomplete last line of {self.size} bytes (at byte {self.offset}) "
-            f"to {self.sidecar}"
+        what = (
+            "an incomplete last line"
+            if self.kind == "torn_line_moved"
+            else "reasoning records left without their message"
         )
+        return f"moved {what} ({self.size} bytes at byte {self.offset}) to {self.sidecar}"
 
 
 def _now() -> datetime:
@@ -257,6 +262,10 @@ class RolloutWriter:
                 os.fsync(fd)
                 _fsync_dir(directory)
         except BaseException:
+            # The file is ours (created exclusively) and holds no complete session_meta: a
+            # half-made rollout would only show up later as a damaged session.
+            with contextlib.suppress(OSError):
+                path.unlink()
             os.close(fd)
             raise
         return cls(
@@ -275,10 +284,11 @@ class RolloutWriter:
     ) -> Self:
         """Continue the session of the existing rollout at ``path`` (resume).
 
-        Sequence numbers continue after the last complete record. A torn last line left by a
-        killed writer is repaired first (ADR 0022): a complete record that lacks only its line
-        end gets one; an incomplete line is cut off and kept byte for byte in
-        ``<name>.torn``. The repair is logged as a warning and kept in :attr:`repair`.
+        Sequence numbers continue after the last complete record. What a killed writer left at
+        the end is repaired first (ADR 0022): a complete record that lacks only its line end
+        gets one; an incomplete line, and reasoning records whose message was never written,
+        are cut off and kept byte for byte in ``<name>.torn``. The repair is logged as a
+        warning and kept in :attr:`repair`.
         """
         path = Path(path)
         try:
@@ -707,35 +717,68 @@ def _fsync_dir(directory: Path) -> None:
 _TAIL_CHUNK: Final = 1 << 16
 
 
-def _repair_tail(fd: int, path: Path) -> TailRepair | None:
-    """Make the file end with a complete line (ADR 0022)."""
-    size = os.fstat(fd).st_size
-    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-        return None
-    # Find the start of the last line, reading backwards chunk by chunk.
-    start = 0
-    pos = size
+def _line_start(fd: int, end: int) -> int:
+    """The offset where the line holding the byte before ``end`` starts (searching backwards)."""
+    pos = end
     while pos > 0:
         lo = max(0, pos - _TAIL_CHUNK)
-        chunk = os.pread(fd, pos - lo, lo)
-        nl = chunk.rfind(b"\n")
+        nl = os.pread(fd, pos - lo, lo).rfind(b"\n")
         if nl >= 0:
-            start = lo + nl + 1
-            break
+            return lo + nl + 1
         pos = lo
-    tail = _pread_all(fd, size - start, start)
-    try:
-        decode_record(tail)
-    except RecordDecodeError:
-        sidecar = _sidecar_path(path)
-        with open(sidecar, "xb") as f:
-            f.write(tail)
-            f.flush()
-            os.fsync(f.fileno())
-        os.ftruncate(fd, start)
-        return TailRepair(kind="torn_line_moved", offset=start, size=len(tail), sidecar=sidecar)
-    _write_all(fd, b"\n")
-    return TailRepair(kind="newline_added", offset=start, size=len(tail))
+    return 0
+
+
+def _repair_tail(fd: int, path: Path) -> TailRepair | None:
+    """Make the file end with a complete message (ADR 0022).
+
+    A torn last line, and reasoning records at the very end (their message was never
+    written), are moved byte for byte to a sidecar file; a complete last record lacking only
+    its line end gets one.
+    """
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return None
+    cut: int | None = None
+    newline_at: int | None = None
+    if os.pread(fd, 1, size - 1) != b"\n":
+        start = _line_start(fd, size)
+        try:
+            decode_record(_pread_all(fd, size - start, start))
+        except RecordDecodeError:
+            cut = start
+        else:
+            _write_all(fd, b"\n")
+            newline_at = start
+            size += 1
+    # Reasoning records belong to the message after them; at the end of the file that message
+    # was never written, and left there they would attach to the next assistant message.
+    orphans_at: int | None = None
+    end = size if cut is None else cut
+    while end > 0:
+        start = _line_start(fd, end - 1)
+        try:
+            record = decode_record(_pread_all(fd, end - start, start))
+        except RecordDecodeError:
+            break
+        if not isinstance(record, ReasoningRecord):
+            break
+        orphans_at = end = start
+    if orphans_at is not None:
+        cut = orphans_at
+    if cut is None:
+        if newline_at is None:
+            return None
+        return TailRepair(kind="newline_added", offset=newline_at, size=size - 1 - newline_at)
+    moved = _pread_all(fd, size - cut, cut)
+    sidecar = _sidecar_path(path)
+    with open(sidecar, "xb") as f:
+        f.write(moved)
+        f.flush()
+        os.fsync(f.fileno())
+    os.ftruncate(fd, cut)
+    kind = "torn_line_moved" if orphans_at is None else "orphan_reasoning_moved"
+    return TailRepair(kind=kind, offset=cut, size=len(moved), sidecar=sidecar)
 
 
 def _pread_all(fd: int, n: int, offset: int) -> bytes:
