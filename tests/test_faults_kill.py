@@ -243,11 +243,6 @@ def test_open_adds_a_missing_line_end(tmp_path: Path) -> None:
     assert rep.verified
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B5: open() leaves reasoning records without their message at the end of the file, "
-    "and they attach to the next assistant message appended",
-)
 def test_open_cuts_reasoning_left_without_its_message(tmp_path: Path) -> None:
     """Reasoning written without its message by a killed writer never attaches to a later one."""
     lines = fault_rollout_lines(fault_conversation(), checkpoint=False)

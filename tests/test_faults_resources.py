@@ -163,10 +163,6 @@ def test_disk_full_during_stop_keeps_the_conversation(tmp_path: Path, faults: Fa
     assert read_stop_facts(w.path).kind == StopKind.PAUSED
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B6: create() keeps the file it made when writing the session_meta fails",
-)
 def test_disk_full_while_creating_leaves_no_rollout_behind(
     tmp_path: Path, faults: Faults, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -200,12 +196,6 @@ def test_fsync_failure_on_drain_is_raised(tmp_path: Path, faults: Faults) -> Non
     assert replay_messages(w.path) == (user(0),)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B5: a failed batch is cut back to the last whole batch, which can end between a "
-    "message's reasoning records and the message; open() keeps them and they attach to the "
-    "next assistant message",
-)
 def test_disk_full_between_reasoning_and_its_message_loses_only_that_message(
     tmp_path: Path, faults: Faults
 ) -> None:
