@@ -137,7 +137,7 @@ def _reasoning_line(r: Reasoning, full: bool) -> str:
     if r.signature is not None:
         bits.append("signed")
     if r.encrypted is not None:
-        bits.append(f"encrypted {len(r.encrypted)} chars")
+        bits.append(f"opaque payload of {len(r.encrypted)} chars")
     if r.origin is not None and r.origin.provider:
         bits.append(f"from {r.origin.provider}")
     head = f"reasoning ({', '.join(bits)})"
