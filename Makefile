@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_ROOT ?= $(CURDIR)/.rollout-demo
 
-.PHONY: demo test lint types unit schema bench clean
+.PHONY: demo test lint types unit schema bench torture clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ $(BENCH_STAMP): $(STAMP)
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
+
+# The long mode of the fault campaigns (ADR 0050); e.g. make torture TORTURE_ARGS="--trials 500"
+torture: $(STAMP)
+	$(BIN)/python benchmarks/torture.py $(TORTURE_ARGS)
 
 schema: $(STAMP)
 	$(BIN)/python -c 'from pathlib import Path; from ledger.schema import write_golden_schema as w; print("wrote", w(Path(".")))'
