@@ -175,10 +175,19 @@ def _damage(raw: bytes, lineno: int, why: str) -> Degradation:
         )
     kind = (
         DegradationKind.INVALID_UTF8
-        if why.startswith("invalid UTF-8")
+        if why.startswith("invalid UTF-8") or not _is_utf8(raw)
         else DegradationKind.UNPARSEABLE_LINE
     )
     return Degradation(kind=kind, detail=f"unreadable line ({why}); skipped", line=lineno)
+
+
+def _is_utf8(raw: bytes) -> bool:
+    # The decoder may stop at a wrong value before it reaches the bad bytes further on.
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def iter_entries(
