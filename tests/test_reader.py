@@ -125,6 +125,21 @@ def test_invalid_utf8(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    "bad",
+    [
+        b'{"type":"message","seq":"x","ts":"2026-01-01T00:00:00Z","message":{"content":"\xff"}}',
+        b'{"type":"message","seq":2,"ts":"2026-01-01T00:00:00Z","message":{"role":"u","x":"\xff"}}',
+    ],
+    ids=["bad-seq-first", "bad-role-first"],
+)
+def test_invalid_utf8_after_another_fault(tmp_path: Path, bad: bytes) -> None:
+    """A line with invalid UTF-8 is INVALID_UTF8 even when the decoder stops at an earlier fault."""
+    data = LINES[0] + bad + b"\n" + b"".join(LINES[2:])
+    state = rebuild(_write(tmp_path, data))
+    assert [(d.kind, d.line) for d in state.degraded] == [(DegradationKind.INVALID_UTF8, 2)]
+
+
+@pytest.mark.parametrize(
     "garbage",
     [b"not json", b"{", b"[1,2,3]", b'{"seq":2}', b'{"type":"message","seq":2}', b"}{"],
 )
@@ -201,6 +216,14 @@ _piece = st.one_of(
 )
 
 
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _model(data: bytes, max_line_bytes: int) -> list[tuple[int, object]]:
     """What the reader must yield, computed one line at a time in the simplest way."""
     if data.startswith(BOM):
@@ -223,7 +246,7 @@ def _model(data: bytes, max_line_bytes: int) -> list[tuple[int, object]]:
         except RecordDecodeError as exc:
             if last:
                 out.append((i, DegradationKind.TORN_TAIL))
-            elif str(exc).startswith("invalid UTF-8"):
+            elif str(exc).startswith("invalid UTF-8") or not _utf8(part):
                 out.append((i, DegradationKind.INVALID_UTF8))
             else:
                 out.append((i, DegradationKind.UNPARSEABLE_LINE))
