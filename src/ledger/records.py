@@ -88,6 +88,11 @@ class Compacted(_Record, frozen=True, kw_only=True, tag="compacted"):
     messages: tuple[Message, ...]
     summary: str | None = None
 
+    def __post_init__(self) -> None:
+        # A list handed over would make the record unhashable and unequal to its decoded self.
+        if type(self.messages) is not tuple:
+            msgspec.structs.force_setattr(self, "messages", tuple(self.messages))
+
 
 class AgentCheckpoint(_Record, frozen=True, kw_only=True, tag="agent_checkpoint"):
     """A stop point: the digest of the message sequence rebuilt from the file before this line."""
