@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import strategies as s
 from ledger import (
     AgentCheckpoint,
+    Compacted,
     Message,
     MessageRecord,
     Record,
@@ -322,3 +323,13 @@ def test_checkpoint_line_is_compact() -> None:
         b'{"type":"agent_checkpoint","seq":4,"ts":"2026-12-02T16:22:05Z",'
         b'"digest":"sha256:ab","message_count":2}\n'
     )
+
+
+def test_compacted_list_becomes_tuple() -> None:
+    """A list of messages handed to `Compacted` is stored as a tuple and round-trips equal."""
+    ms = [Message(role=Role.USER, content="a"), Message(role=Role.ASSISTANT, content="b")]
+    rec = Compacted(seq=5, ts=TS, messages=ms)  # type: ignore[arg-type]
+    assert type(rec.messages) is tuple
+    assert rec == Compacted(seq=5, ts=TS, messages=tuple(ms))
+    assert decode_record(encode_record(rec)) == rec
+    hash(rec)
