@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -241,3 +242,24 @@ def test_large_files_and_long_heads_are_listed(tmp_path: Path) -> None:
     assert entries["head"].meta.cwd == "d" * 100_000
     assert entries["head"].stop.kind is StopKind.CANCELLED
     assert entries["head"].flags == ()
+
+
+def test_unreadable_file_is_listed_as_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rollout that cannot be opened is listed, flagged unreadable, with its stop unknown."""
+    path = RolloutBuilder(tmp_path, session_id="locked").stop("paused").write()
+    real_open = os.open
+
+    def refuse(p: object, *args: object, **kwargs: object) -> int:
+        if os.fspath(p) == os.fspath(path):
+            raise PermissionError(13, "Permission denied")
+        return real_open(p, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
+    (e,) = list_sessions(tmp_path)
+    assert SessionFlag.UNREADABLE in e.flags
+    assert e.session_id == "locked"  # from the file name
+    assert not e.stop.found
+    assert not e.eligibility.replayable
+    assert "Permission denied" in e.eligibility.reason
