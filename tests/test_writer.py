@@ -8,6 +8,7 @@ import errno
 import logging
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -811,3 +812,16 @@ def test_a_failed_create_leaves_no_file(tmp_path: Path, monkeypatch: pytest.Monk
     with pytest.raises(OSError, match="No space left"):
         RolloutWriter.create(tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_rollout_and_sidecar_files_are_private(tmp_path: Path) -> None:
+    """A new rollout and a torn-line sidecar are readable and writable by their owner only."""
+    with RolloutWriter.create(tmp_path) as w:
+        path = w.path
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    with path.open("ab") as f:
+        f.write(b'{"type":"message","seq":2,')
+    with RolloutWriter.open(path) as w:
+        assert w.repair is not None
+        assert w.repair.sidecar is not None
+        assert stat.S_IMODE(w.repair.sidecar.stat().st_mode) == 0o600

@@ -58,6 +58,7 @@ from ledger.records import (
 )
 
 __all__ = [
+    "FILE_MODE",
     "MAX_BATCH_DELAY",
     "MAX_BATCH_RECORDS",
     "Durability",
@@ -75,6 +76,10 @@ MAX_BATCH_RECORDS: Final = 32
 
 MAX_BATCH_DELAY: Final = 0.020
 """Seconds a record may wait in the queue for its batch to fill before it is written."""
+
+FILE_MODE: Final = 0o600
+"""Rollouts hold whole conversations (prompts, tool output, secrets a tool printed): they are
+readable by their owner only, whatever the umask; widen it with ``chmod`` where that is wanted."""
 
 _META_STR_KEYS: Final = ("model", "provider", "cwd", "project")
 
@@ -248,7 +253,11 @@ class RolloutWriter:
         )
         line = encode_line(record)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC)
+            fd = os.open(
+                path,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC,
+                FILE_MODE,
+            )
         except FileExistsError:
             raise RolloutExistsError(
                 f"{path} already exists: a rollout is never overwritten; pass another "
@@ -772,7 +781,7 @@ def _repair_tail(fd: int, path: Path) -> TailRepair | None:
         return TailRepair(kind="newline_added", offset=newline_at, size=size - 1 - newline_at)
     moved = _pread_all(fd, size - cut, cut)
     sidecar = _sidecar_path(path)
-    with open(sidecar, "xb") as f:
+    with open(os.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE), "wb") as f:
         f.write(moved)
         f.flush()
         os.fsync(f.fileno())
