@@ -84,3 +84,16 @@ def test_the_scan_sees_every_form_of_import(tmp_path: Path) -> None:
         "ledger/c.py",
         "ledger/d.py",
     ]
+
+
+def test_importing_ledger_loads_no_command_line_library() -> None:
+    """A framework that imports only `ledger` does not pay for click or rich."""
+    code = (
+        "import importlib, pkgutil, sys, ledger\n"
+        "for m in pkgutil.iter_modules(ledger.__path__):\n"
+        "    importlib.import_module('ledger.' + m.name)\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('click', 'rich'))\n"
+        "assert not bad, bad\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
