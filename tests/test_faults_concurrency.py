@@ -141,14 +141,15 @@ def test_threads_appending_to_one_memory_lose_nothing() -> None:
 
 def test_memory_bound_to_a_writer_keeps_the_same_order_as_the_file(tmp_path: Path) -> None:
     """A memory bound to a writer and fed by eight threads agrees with its rollout, in order."""
-    with RolloutWriter.create(tmp_path) as w:
-        memory = ConversationMemory(writer=w)
-        run_threads(lambda k: [memory.append(produced(k, i)) for i in range(100)])
-        w.stop(StopKind.PAUSED)
-    rep = read_replay(w.path)
-    assert rep.verified
-    assert rep.messages == memory.snapshot()
-    assert_interleaving(rep.messages, 100)
+    for rnd in range(4):
+        with RolloutWriter.create(tmp_path / str(rnd)) as w:
+            memory = ConversationMemory(max_size=10_000, writer=w)
+            run_threads(lambda k: [memory.append(produced(k, i)) for i in range(150)])  # noqa: B023
+            w.stop(StopKind.PAUSED)
+        rep = read_replay(w.path)
+        assert rep.verified
+        assert rep.messages == memory.snapshot(), f"round {rnd}: memory and file disagree"
+        assert_interleaving(rep.messages, 150)
 
 
 def test_asyncio_tasks_appending_lose_nothing(tmp_path: Path) -> None:
