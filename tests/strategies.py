@@ -225,10 +225,11 @@ def entry_lists(draw: st.DrawFn) -> list[Entry]:
         n = 0
         renumbered: list[Entry] = []
         for e in entries:
+            n += draw(st.sampled_from((1, 1, 1, 0, 2)))
             if isinstance(e, Degradation):
+                # A damaged line carried a number of its own, which the next record skips.
                 renumbered.append(e)
                 continue
-            n += draw(st.sampled_from((1, 1, 1, 0, 2)))
             renumbered.append(msgspec.structs.replace(e, seq=max(n, 1)))
         entries = renumbered
     return entries
