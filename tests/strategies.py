@@ -68,10 +68,10 @@ origins = st.builds(
     Origin, provider=maybe_text, api=maybe_text, model=maybe_text, endpoint=maybe_text
 )
 
-text_parts = st.builds(TextPart, text=text, signature=maybe_text)
+text_parts = st.builds(TextPart, text=text, signature=maybe_text, extra=maybe_raw_object)
 media_parts = st.one_of(
-    st.builds(MediaPart, media_type=short_text, url=text, name=maybe_text),
-    st.builds(MediaPart, media_type=short_text, data=text, name=maybe_text),
+    st.builds(MediaPart, media_type=short_text, url=text, name=maybe_text, extra=maybe_raw_object),
+    st.builds(MediaPart, media_type=short_text, data=text, name=maybe_text, extra=maybe_raw_object),
 )
 opaque_parts = st.builds(OpaquePart, data=json_values.map(raw_json), provider=maybe_text)
 content_parts = st.one_of(text_parts, media_parts, opaque_parts)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 
 import msgspec
 import pytest
@@ -340,3 +340,24 @@ def test_compacted_list_becomes_tuple() -> None:
     assert rec == Compacted(seq=5, ts=TS, messages=tuple(ms))
     assert decode_record(encode_record(rec)) == rec
     hash(rec)
+
+
+@pytest.mark.parametrize(
+    "when",
+    [
+        datetime(2026, 1, 2, 3, 4, 5),
+        datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=2))),
+    ],
+    ids=["naive", "plus-two-hours"],
+)
+def test_times_that_are_not_utc_are_refused_when_encoding(when: datetime) -> None:
+    """A record whose time is naive or not UTC cannot be encoded, so no unreadable line is made."""
+    utc = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    for record in (
+        Terminal(seq=1, ts=when),
+        SessionMeta(seq=1, ts=utc, format_version=1, session_id="s", started_at=when),
+    ):
+        with pytest.raises(ValueError, match="UTC"):
+            encode_line(record)
+        with pytest.raises(ValueError, match="UTC"):
+            encode_record(record)

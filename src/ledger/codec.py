@@ -7,7 +7,7 @@ is deterministic: the same record always gives the same bytes.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import msgspec
 
@@ -25,6 +25,7 @@ __all__ = [
 ]
 
 _encoder = msgspec.json.Encoder(order="deterministic")
+_ZERO = timedelta(0)
 _decoder: msgspec.json.Decoder[Record] = msgspec.json.Decoder(Record)
 
 
@@ -42,15 +43,28 @@ class RecordDecodeError(ValueError):
 
 def encode_record(record: Record) -> bytes:
     """Encode one record as canonical JSON bytes, without the line end."""
+    _check_utc(record)
     return _encoder.encode(record)
 
 
 def encode_line(record: Record) -> bytes:
     """Encode one record as a rollout line: canonical JSON and ``\\n``."""
+    _check_utc(record)
     buf = bytearray()
     _encoder.encode_into(record, buf)
     buf += b"\n"
     return bytes(buf)
+
+
+def _check_utc(record: Record) -> None:
+    # A naive time would encode fine and then fail to decode (the schema requires a zone):
+    # refuse it where it is made, and keep the format's promise that times are UTC.
+    for when in (record.ts, getattr(record, "started_at", None)):
+        if when is not None and when.utcoffset() != _ZERO:
+            raise ValueError(
+                f"{type(record).__name__} (seq {record.seq}) has a time that is not UTC "
+                f"({when.isoformat()}): rollout times are UTC, e.g. datetime.now(UTC)"
+            )
 
 
 def decode_record(data: bytes | str) -> Record | UnknownRecord:

@@ -95,25 +95,40 @@ class Origin(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=
 
 
 class TextPart(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=True, tag="text"):
-    """A text part of a message's content (``signature``: Gemini's thought signature)."""
+    """A text part of a message's content (``signature``: Gemini's thought signature).
+
+    ``extra`` keeps the part's provider fields with no home here, verbatim (citations,
+    annotations, cache control).
+    """
 
     text: str
     signature: str | None = None
+    extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+    def __post_init__(self) -> None:
+        if self.extra is not msgspec.UNSET:
+            _check_raw(self.extra, "TextPart", "extra")
 
 
 class MediaPart(
     msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=True, tag="media"
 ):
-    """Media by URL or inline base64 data, with its media type."""
+    """Media by URL or inline base64 data, with its media type.
+
+    ``extra`` keeps the part's provider fields with no home here, verbatim (an image's
+    ``detail``, a file id, cache control).
+    """
 
     media_type: str
     url: str | None = None
     data: str | None = None
     name: str | None = None
+    extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
     def __post_init__(self) -> None:
         if (self.url is None) == (self.data is None):
             raise ValueError("MediaPart needs exactly one of url= or data= (base64 text)")
+        _check_raw(self.extra, "MediaPart", "extra")
 
 
 class OpaquePart(
