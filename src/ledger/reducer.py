@@ -147,22 +147,20 @@ class _Builder:
             last = self.last_seq
             if last is not None and seq == last + 1 and not self.damaged_run:
                 self.last_seq = seq
-                message = entry.message
-                if self.pending_reasoning:
-                    message = self.attach_pending(message, line)
-                self.messages.append(message)
-                if self.checkpoint is not None:
-                    self.after_checkpoint += 1
+                self.on_message(entry.message, line)
                 return
         self.step_general(entry, line)
 
-    def attach_pending(self, message: Message, line: int | None) -> Message:
-        if message.role == Role.ASSISTANT:
-            message = join_message(tuple(self.pending_reasoning), message)
-            self.pending_reasoning.clear()
-        else:
-            self.drop_pending(line, f"a {message.role} message came first")
-        return message
+    def on_message(self, message: Message, line: int | None) -> None:
+        if self.pending_reasoning:
+            if message.role == Role.ASSISTANT:
+                message = join_message(tuple(self.pending_reasoning), message)
+                self.pending_reasoning.clear()
+            else:
+                self.drop_pending(line, f"a {message.role} message came first")
+        self.messages.append(message)
+        if self.checkpoint is not None:
+            self.after_checkpoint += 1
 
     def step_general(self, entry: Entry, line: int | None) -> None:
         first = self.entries == 1
@@ -179,12 +177,7 @@ class _Builder:
                 self.check_seq(seq, line)
         self.damaged_run = 0
         if isinstance(entry, MessageRecord):
-            message = entry.message
-            if self.pending_reasoning:
-                message = self.attach_pending(message, line)
-            self.messages.append(message)
-            if self.checkpoint is not None:
-                self.after_checkpoint += 1
+            self.on_message(entry.message, line)
         elif isinstance(entry, ReasoningRecord):
             self.pending_reasoning.append(entry.reasoning)
             if self.checkpoint is not None:
