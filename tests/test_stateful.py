@@ -1,13 +1,14 @@
 """A stateful test of the write side against a plain list model: writer -> file -> replay.
 
-Rules append, drain, compact, stop with any kind, reopen, and crash (the writer is abandoned
-with records still queued, sometimes leaving half a line behind, and a new writer opens the
-file). After every step the replay of the file must equal the model's drained conversation,
-the stop facts must match the last stop, and the eligibility must follow its kind.
+Rules append, drain, compact, stop with any kind, reopen, and crash: the writer is abandoned
+with records still queued, of which any whole lines and perhaps part of the next reach the file
+(as when a process is killed inside its worker's write), and a new writer opens the file. After
+every step the replay of the file must equal the model's drained conversation, the stop facts
+must match the last stop, and the eligibility must follow its kind.
 
 The writer is held (its test seam ``_hold``) so that queued records reach the file only when a
-drain asks for them; a crash therefore loses exactly the records still queued, and the model
-knows which ones those are.
+drain asks for them, or when a crash writes them; the model knows which operations those are:
+the ones whose every line reached the file.
 """
 
 from __future__ import annotations
@@ -27,28 +28,32 @@ from hypothesis.stateful import (
     rule,
 )
 
-from ledger import DegradationKind, Message, StopKind
+from ledger import DegradationKind, Message, Role, StopKind
 from ledger.writer import Durability, RolloutWriter
 from replay import read_replay, read_stop_facts, resume_eligibility
 from strategies import messages
 
 REPLAYABLE = frozenset({StopKind.PAUSED, StopKind.CANCELLED})
 
+# Assistant messages (which carry reasoning, several records each) half the time, so that a
+# crash often lands inside one message's records.
+turns = messages(roles=st.sampled_from([Role.ASSISTANT, Role.ASSISTANT, Role.USER, Role.TOOL]))
 
-def abandon(writer: RolloutWriter) -> bytes | None:
-    """Crash ``writer``: drop what is queued, stop its worker, close its file without draining.
 
-    Returns the first queued line (what a killed process was about to write), if any.
+def abandon(writer: RolloutWriter) -> list[bytes]:
+    """Crash ``writer``: take what is queued, stop its worker, close its file without draining.
+
+    Returns the queued lines (each ending in ``\\n``): what a killed process was about to write.
     """
     with writer._cond:
-        first = writer._queue[0] if writer._queue else None
+        lines = [x if x.endswith(b"\n") else x + b"\n" for x in writer._queue]
         writer._queue.clear()
         writer._closing = True
         writer._cond.notify_all()
     writer._worker.join()
     writer._closed = True
     os.close(writer._fd)
-    return first
+    return lines
 
 
 class WriterMachine(RuleBasedStateMachine):
@@ -61,7 +66,7 @@ class WriterMachine(RuleBasedStateMachine):
         # The model: the conversation the file holds, the operations still queued, the kind of
         # the last stop and whether records were written after it.
         self.file: list[Message] = []
-        self.queued: list[tuple[str, tuple[Message, ...]]] = []
+        self.queued: list[tuple[str, tuple[Message, ...], int]] = []
         self.last_stop: StopKind | None = None
         self.after_stop = False
         self.compactions = 0
@@ -82,8 +87,14 @@ class WriterMachine(RuleBasedStateMachine):
         assert self.writer is not None
         return self.writer
 
-    def _written(self) -> None:
-        for op, ms in self.queued:
+    def _written(self, lines: int | None = None) -> None:
+        """The queued operations reached the file: all of them, or those whose every line is
+        among the first ``lines`` lines written."""
+        done = 0
+        for op, ms, n in self.queued:
+            if lines is not None and done + n > lines:
+                break
+            done += n
             if op == "append":
                 self.file.extend(ms)
             else:
@@ -93,10 +104,11 @@ class WriterMachine(RuleBasedStateMachine):
                 self.after_stop = True
         self.queued.clear()
 
-    @rule(message=messages())
-    def append(self, message: Message) -> None:
-        self.w.append(message)
-        self.queued.append(("append", (message,)))
+    @rule(batch=st.lists(turns, min_size=1, max_size=5))
+    def append(self, batch: list[Message]) -> None:
+        for message in batch:
+            self.w.append(message)
+            self.queued.append(("append", (message,), 1 + len(message.reasoning)))
 
     @rule()
     def drain(self) -> None:
@@ -106,7 +118,7 @@ class WriterMachine(RuleBasedStateMachine):
     @rule(kept=st.lists(messages(), max_size=3))
     def compact(self, kept: list[Message]) -> None:
         self.w.compacted(kept, summary="compacted")
-        self.queued.append(("compact", tuple(kept)))
+        self.queued.append(("compact", tuple(kept), 1))
 
     @rule(kind=st.sampled_from(StopKind))
     def stop(self, kind: StopKind) -> None:
@@ -123,24 +135,36 @@ class WriterMachine(RuleBasedStateMachine):
         assert self.writer.repair is None
 
     @precondition(lambda self: self.writer is not None)
-    @rule(torn=st.floats(min_value=0.0, max_value=1.0))
-    def crash(self, torn: float) -> None:
+    @rule(data=st.data())
+    def crash(self, data: st.DataObject) -> None:
+        """Kill the writer while its worker writes: some queued lines reach the file, the
+        next one perhaps only in part, and a new writer opens the file."""
         path = self.w.path
-        first = abandon(self.w)
-        self.queued.clear()
-        half = None
-        if first is not None and torn > 0.3 and len(first) > 2:
-            # A process killed inside its write leaves part of a line, never all of it.
-            half = first[: 1 + int((len(first) - 3) * torn)]
-            with path.open("ab") as f:
-                f.write(half)
+        lines = abandon(self.w)
+        assert len(lines) == sum(n for _, _, n in self.queued)
+        # Where the kill lands: inside the records of one queued operation (or after them all).
+        starts = [0]
+        for _, _, n in self.queued:
+            starts.append(starts[-1] + n)
+        op = data.draw(st.integers(0, len(self.queued)), label="operation hit")
+        within = self.queued[op][2] if op < len(self.queued) else 1
+        written = starts[op] + data.draw(st.integers(0, within - 1), label="its lines written")
+        tail = b""
+        if written < len(lines) and data.draw(st.booleans(), label="torn"):
+            line = lines[written]
+            # Anything from one byte to the whole record without its line end.
+            tail = line[: data.draw(st.integers(1, len(line) - 1), label="torn bytes")]
+        with path.open("ab") as f:
+            f.write(b"".join(lines[:written]) + tail)
+        if tail and len(tail) == len(lines[written]) - 1:
+            written += 1  # a whole record: open only adds its line end
+        clean = not tail and written in starts
+        self._written(written)
         self.writer = self._hold(RolloutWriter.open(path, durability=Durability.OS))
-        if half is not None:
-            assert self.writer.repair is not None
-            assert self.writer.repair.sidecar is not None
-            assert self.writer.repair.sidecar.read_bytes() == half
-        else:
+        if clean:
             assert self.writer.repair is None
+        else:
+            assert self.writer.repair is not None
 
     @invariant()
     def replay_equals_the_drained_model(self) -> None:
