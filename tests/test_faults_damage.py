@@ -12,10 +12,12 @@ from __future__ import annotations
 import io
 import os
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 
 import msgspec
 import pytest
+from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -29,12 +31,15 @@ from ledger import (
     checkpoint_digest,
     decode_record,
     encode_line,
+    rollout_filename,
 )
 from ledger.reader import iter_batches, iter_entries, iter_file_entries, rebuild
 from ledger.reducer import ReplayState, fold_batches, fold_lines
 from replay import StopFacts, read_replay
+from replay.cli import cli
 from replay.replay import replay_from_state
 from strategies import (
+    FAULT_START,
     fault_conversation,
     fault_rollout_lines,
     unanchored,
@@ -732,3 +737,33 @@ def test_checkpoint_count_edited_is_caught() -> None:
         state = read(b"".join(lines))
         assert digest_holds(state)
         assert not verified(state), count
+
+
+# --- the command over the corpus ----------------------------------------------------------------
+
+
+def test_the_command_reads_every_damaged_file_without_a_traceback(tmp_path: Path) -> None:
+    """ls, tree, verify, show and replay over a root of damaged files exit 0 or 1, never crash."""
+    root = tmp_path / "root"
+    root.mkdir()
+    paths = []
+    for i, (_, data) in enumerate(CORPUS):
+        path = root / rollout_filename(FAULT_START + timedelta(seconds=i), f"damaged-{i}")
+        path.write_bytes(data)
+        paths.append(path)
+    runner = CliRunner()
+    commands = [
+        ["ls", "--json"],
+        ["ls"],
+        ["tree"],
+        ["verify", "--all"],
+        ["verify", "--all", "--json"],
+    ]
+    for path in paths:
+        commands += [["verify", str(path)], ["show", str(path)], ["replay", "--json", str(path)]]
+    for args in commands:
+        result = runner.invoke(cli, ["--root", str(root), *args])
+        assert result.exit_code in (0, 1), (args, result.output[-500:])
+        if result.exception is not None:
+            assert isinstance(result.exception, SystemExit), (args, repr(result.exception))
+        assert "Traceback" not in result.output, args
