@@ -288,3 +288,93 @@ def test_reader_yields_every_record(recs: list[Record], chunk_bytes: int) -> Non
     data = b"".join(encode_line(r) for r in recs)
     got = _read(data, 10**6, chunk_bytes)
     assert got == [(i, r) for i, r in enumerate(recs, start=1)]
+
+
+# --- the window after the last compaction ---------------------------------------------------
+
+from ledger import AgentCheckpoint, Compacted, checkpoint_digest  # noqa: E402
+
+
+def _session(tmp_path: Path, steps: list[str]) -> Path:
+    """Write a rollout from steps: "m" a message, "c" a compaction, "k" a checkpoint."""
+    meta = SessionMeta(seq=1, ts=TS, format_version=FORMAT_VERSION, session_id="s1", started_at=TS)
+    lines = [encode_line(meta)]
+    seq, msgs, n = 2, [], 0
+    for step in steps:
+        if step == "m":
+            n += 1
+            m = Message(role=Role.ASSISTANT, content=f"m{n}", reasoning=(Reasoning(text=f"r{n}"),))
+            for r in message_records(m, first_seq=seq, ts=TS):
+                lines.append(encode_line(r))
+                seq = r.seq + 1
+            msgs.append(m)
+        elif step == "c":
+            msgs = [Message(role=Role.USER, content=f"summary of {len(msgs)}")]
+            lines.append(encode_line(Compacted(seq=seq, ts=TS, messages=tuple(msgs))))
+            seq += 1
+        else:
+            cp = AgentCheckpoint(
+                seq=seq, ts=TS, digest=checkpoint_digest(msgs), message_count=len(msgs)
+            )
+            lines.append(encode_line(cp))
+            seq += 1
+    return _write(tmp_path, b"".join(lines))
+
+
+@given(steps=st.lists(st.sampled_from("mmmck"), max_size=25))
+def test_window_rebuild_gives_the_messages_of_a_full_fold(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[str]
+) -> None:
+    """Reading only from the last compaction rebuilds the same messages, checkpoint and seq."""
+    path = _session(tmp_path_factory.mktemp("w"), steps)
+    full = rebuild(path)
+    cp_seq = full.checkpoint.seq if full.checkpoint is not None else None
+    window = rebuild(path, from_last_compaction=True, checkpoint_seq=cp_seq)
+    assert window.messages == full.messages
+    assert window.last_seq == full.last_seq
+    assert window.checkpoint == full.checkpoint
+    assert window.meta == full.meta
+    assert list(window.degraded) == []
+    assert window.compacted_line == full.compacted_line
+    assert window.checkpoint_line == full.checkpoint_line
+    assert window.at_checkpoint == full.at_checkpoint
+    if window.window_start_line is not None:
+        assert window.window_start_line == full.compacted_line
+    elif "c" in steps:
+        assert cp_seq is not None  # the window is refused only for an earlier checkpoint
+
+
+def test_window_skips_the_lines_before_the_last_compaction(tmp_path: Path) -> None:
+    """Damage before the last compaction is not read, and reading resumes at its line."""
+    path = _session(tmp_path, ["m", "m", "c", "m"])
+    data = path.read_bytes().split(b"\n")
+    data[2] = b"garbage"  # line 3, before the compaction on line 6
+    path.write_bytes(b"\n".join(data))
+    full = rebuild(path)
+    window = rebuild(path, from_last_compaction=True)
+    assert [d.line for d in full.degraded] == [3]
+    assert window.degraded == ()
+    assert window.window_start_line == 6
+    assert window.messages == full.messages
+
+
+def test_window_is_not_used_past_the_checkpoint_to_verify(tmp_path: Path) -> None:
+    """A checkpoint before the last compaction needs the full fold to be verified."""
+    path = _session(tmp_path, ["m", "k", "m", "c", "m"])
+    full = rebuild(path)
+    assert full.checkpoint is not None
+    kept = rebuild(path, from_last_compaction=True, checkpoint_seq=full.checkpoint.seq)
+    assert kept == full
+    assert kept.window_start_line is None
+
+
+def test_a_damaged_compacted_line_falls_back_to_the_full_fold(tmp_path: Path) -> None:
+    """When the last compacted line cannot be decoded, the whole file is folded instead."""
+    path = _session(tmp_path, ["m", "c", "m"])
+    data = path.read_bytes().split(b"\n")
+    assert data[3].startswith(b'{"type":"compacted"')
+    data[3] = data[3][:40] + b"\xff" + data[3][41:]
+    path.write_bytes(b"\n".join(data))
+    window = rebuild(path, from_last_compaction=True)
+    assert window == rebuild(path)
+    assert window.window_start_line is None

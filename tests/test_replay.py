@@ -475,3 +475,25 @@ def test_tokens_are_counted_once_and_only_when_asked(tmp_path: Path) -> None:
     assert rep.estimated_tokens == len(ms)
     assert rep.estimated_tokens == len(ms)
     assert len(calls) == len(ms)
+
+
+def test_replay_reads_only_the_window_after_the_last_compaction(tmp_path: Path) -> None:
+    """By default the lines before the last compaction are not read; whole_file reads them."""
+    path = (
+        RolloutBuilder(tmp_path)
+        .extend(conversation(3))
+        .raw(b"garbage before the compaction\n")
+        .compacted([Message(role="user", content="the summary")])
+        .extend(conversation(1, tag="after"))
+        .stop(StopKind.PAUSED)
+        .write()
+    )
+    windowed = read_replay(path)
+    whole = read_replay(path, whole_file=True)
+    assert windowed.messages == whole.messages
+    assert windowed.verified
+    assert whole.verified
+    assert DegradationKind.UNPARSEABLE_LINE not in {d.kind for d in windowed.degraded}
+    assert DegradationKind.UNPARSEABLE_LINE in {d.kind for d in whole.degraded}
+    (note,) = [d for d in windowed.degraded if d.kind is DegradationKind.REBUILT_FROM_COMPACTED]
+    assert "were not read" in note.detail

@@ -193,10 +193,11 @@ def test_listing_never_rebuilds_messages(tmp_path: Path, monkeypatch: pytest.Mon
     def forbidden(*args: object, **kwargs: object) -> None:
         raise AssertionError("listing rebuilt messages")
 
+    monkeypatch.setattr(ledger.reader, "iter_batches", forbidden)
     monkeypatch.setattr(ledger.reader, "iter_file_entries", forbidden)
     monkeypatch.setattr(ledger.reducer, "fold_lines", forbidden)
-    monkeypatch.setattr(replay.replay, "fold_lines", forbidden)
-    monkeypatch.setattr(replay.replay, "iter_file_entries", forbidden)
+    monkeypatch.setattr(ledger.reducer, "fold_batches", forbidden)
+    monkeypatch.setattr(replay.replay, "rebuild", forbidden)
     (e,) = list_sessions(tmp_path)
     assert e.stop.found
 

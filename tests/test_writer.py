@@ -689,7 +689,7 @@ def test_stop_that_cannot_read_the_file_back_writes_nothing(
     """If the file cannot be read back, stop raises, writes no half stop point, and may retry."""
     writer.append(user(0))
 
-    def unreadable(path: Any) -> Any:
+    def unreadable(path: Any, **kwargs: Any) -> Any:
         raise PermissionError(errno.EACCES, "Permission denied", str(path))
 
     monkeypatch.setattr(writer_module, "rebuild", unreadable)

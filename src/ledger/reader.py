@@ -9,10 +9,13 @@ line ends are accepted; blank lines are skipped.
 
 from __future__ import annotations
 
+import io
 import os
+import re
 from collections.abc import Iterator, Sequence
 from typing import BinaryIO, Final
 
+import attrs
 import msgspec
 
 from ledger.codec import RecordDecodeError, decode_record
@@ -41,19 +44,24 @@ Batch = tuple[int, Sequence[Entry]]
 
 
 def iter_batches(
-    f: BinaryIO, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, chunk_bytes: int = CHUNK_BYTES
+    f: BinaryIO,
+    *,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    chunk_bytes: int = CHUNK_BYTES,
+    first_line: int = 1,
 ) -> Iterator[Batch]:
     """Yield batches of entries from the binary stream ``f``, in file order.
 
     Every entry of a batch comes from the line after the previous one's; blank lines
-    interrupt a batch, so the line numbers stay exact.
+    interrupt a batch, so the line numbers stay exact. ``first_line`` is the number of the line
+    ``f`` is positioned at (a BOM is only looked for at line 1).
     """
-    lineno = 0  # lines fully consumed so far
+    lineno = first_line - 1  # lines fully consumed so far
     held: list[bytes] = []  # the start of a line longer than one chunk
     held_size = 0
     skipping = False  # inside a line longer than max_line_bytes
     skipped = 0
-    first = True
+    first = first_line == 1
     read = f.read
     while True:
         data = read(chunk_bytes)
@@ -212,7 +220,88 @@ def rebuild(
     *,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     initial: ReplayState | None = None,
+    from_last_compaction: bool = False,
+    checkpoint_seq: int | None = None,
 ) -> ReplayState:
-    """Rebuild the state of the whole rollout at ``path`` (the writer's terminal path uses this)."""
+    """Rebuild the state of the whole rollout at ``path`` (the writer's terminal path uses this).
+
+    With ``from_last_compaction``, the records between the first line and the last
+    ``compacted`` record are not read at all: that record replaces every message before it, so
+    the messages (and the sequence numbers that follow) come out the same as from a full fold,
+    while time and memory follow the window after it. Damage in the lines skipped is then not
+    reported (``window_start_line`` says where reading resumed). ``checkpoint_seq`` names a
+    checkpoint the caller must see: the window is used only when the compaction precedes it.
+    Whenever the window cannot be used safely, the whole file is folded.
+    """
     with open(path, "rb") as f:
+        if from_last_compaction and initial is None:
+            state = _rebuild_window(f, max_line_bytes, checkpoint_seq)
+            if state is not None:
+                return state
+            f.seek(0)
         return fold_batches(iter_batches(f, max_line_bytes=max_line_bytes), initial)
+
+
+# --- the window after the last compaction ---------------------------------------------------
+
+_COMPACTED_LINE: Final = b'\n{"type":"compacted","seq":'
+_COMPACTED_SEQ: Final = re.compile(rb'\{"type":"compacted","seq":([0-9]{1,19}),')
+_SCAN_BYTES: Final = 1 << 20
+
+
+def _rebuild_window(
+    f: BinaryIO, max_line_bytes: int, checkpoint_seq: int | None
+) -> ReplayState | None:
+    found = _last_compaction(f)
+    if found is None:
+        return None
+    start, seq = found
+    if checkpoint_seq is not None and checkpoint_seq < seq:
+        return None
+    f.seek(0)
+    head = f.readline(min(max_line_bytes, start) + 1)
+    if not head.endswith(b"\n") or len(head) > start:
+        return None
+    state = fold_batches(iter_batches(io.BytesIO(head), max_line_bytes=max_line_bytes))
+    line = 2 + _count_newlines(f, len(head), start)  # the head is line 1
+    # The records skipped are accounted for by the compaction: the sequence resumes at its seq.
+    state = attrs.evolve(state, last_seq=seq - 1, window_start_line=line)
+    f.seek(start)
+    state = fold_batches(iter_batches(f, max_line_bytes=max_line_bytes, first_line=line), state)
+    if state.compactions == 0:
+        return None  # the compacted line itself was damaged: only a full fold is exact
+    return state
+
+
+def _last_compaction(f: BinaryIO) -> tuple[int, int] | None:
+    """The offset and seq of the last line that starts as a ``compacted`` record, if any."""
+    end = f.seek(0, os.SEEK_END)
+    overlap = len(_COMPACTED_LINE) - 1
+    pos = end
+    carry = b""
+    while pos > 0:
+        lo = max(0, pos - _SCAN_BYTES)
+        f.seek(lo)
+        block = f.read(pos - lo) + carry
+        i = block.rfind(_COMPACTED_LINE)
+        if i >= 0:
+            start = lo + i + 1
+            f.seek(start)
+            m = _COMPACTED_SEQ.match(f.read(64))
+            return None if m is None else (start, int(m[1]))
+        carry = block[:overlap]
+        pos = lo
+    return None
+
+
+def _count_newlines(f: BinaryIO, begin: int, end: int) -> int:
+    f.seek(begin)
+    count = 0
+    left = end - begin
+    while left > 0:
+        data = f.read(min(CHUNK_BYTES, left))
+        if not data:
+            break
+        count += data.count(b"\n")
+        left -= len(data)
+    return count

@@ -40,6 +40,8 @@ class ReplayState:
 
     ``messages`` is the conversation rebuilt so far; ``at_checkpoint`` the conversation as it was
     when the last checkpoint was read, which is what that checkpoint's digest covers.
+    ``window_start_line`` is set when a reader skipped the lines before the last compaction
+    (``ledger.reader.rebuild(from_last_compaction=True)``) and resumed at that line.
     """
 
     meta: SessionMeta | None = None
@@ -57,6 +59,7 @@ class ReplayState:
     entries: int = 0
     degraded: tuple[Degradation, ...] = ()
     damaged_run: int = 0
+    window_start_line: int | None = None
 
 
 class _Builder:
@@ -80,6 +83,7 @@ class _Builder:
         self.entries = s.entries
         self.degraded = list(s.degraded)
         self.damaged_run = s.damaged_run
+        self.window_start_line = s.window_start_line
 
     def freeze(self) -> ReplayState:
         return ReplayState(
@@ -98,6 +102,7 @@ class _Builder:
             entries=self.entries,
             degraded=tuple(self.degraded),
             damaged_run=self.damaged_run,
+            window_start_line=self.window_start_line,
         )
 
     def degrade(

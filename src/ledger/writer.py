@@ -313,7 +313,7 @@ class RolloutWriter:
                 log.warning("repaired the tail of %s: %s", path, repair)
                 if durability is not Durability.OS:
                     os.fsync(fd)
-            state = rebuild(path)
+            state = rebuild(path, from_last_compaction=True)
             if state.meta is None:
                 raise WriterError(
                     f"{path} is not a rollout: it has no session_meta record; "
@@ -491,7 +491,7 @@ class RolloutWriter:
             self._check_open()
             self._drain()
             try:
-                state = rebuild(self._path)
+                state = rebuild(self._path, from_last_compaction=True)
             except OSError as exc:
                 raise WriterError(
                     f"could not read back {self._path} to checkpoint it ({exc}); nothing was "

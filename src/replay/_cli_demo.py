@@ -304,7 +304,7 @@ def run_demo(console: Console, root: Path, command: str = "rollout") -> DemoSess
 
     step(3, "Verify: rebuild each file and check the checkpoint digest")
     for path in (demo.parent, demo.child):
-        rep = read_replay(path)
+        rep = read_replay(path, whole_file=True)
         verdict = "verified" if rep.verified else "NOT verified"
         digest = rep.checkpoint.digest if rep.checkpoint else "no checkpoint"
         say(

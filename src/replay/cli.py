@@ -390,7 +390,7 @@ def show(obj: _Ctx, session: str, raw: bool, full: bool) -> None:
         _show_raw(path)
         return
 
-    rep = read_replay(path)
+    rep = read_replay(path, whole_file=True)
     console = _console()
     _session_header(
         console, obj.root, path, rep.meta, rep.stop, resume_eligibility(rep.stop, meta=rep.meta)
@@ -533,7 +533,7 @@ def verify(obj: _Ctx, paths: tuple[str, ...], all_: bool, strict: bool, as_json:
 
     def check(path: Path, emit: Callable[[Text], None]) -> None:
         nonlocal failed
-        rep = read_replay(path)
+        rep = read_replay(path, whole_file=True)
         status, why = _verdict(rep)
         if status == "failed" or (strict and status == "unverified"):
             failed += 1

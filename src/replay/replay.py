@@ -20,9 +20,9 @@ import msgspec
 from ledger.damage import Degradation, DegradationKind
 from ledger.digest import checkpoint_digest
 from ledger.messages import Message
-from ledger.reader import iter_file_entries
+from ledger.reader import rebuild
 from ledger.records import AgentCheckpoint, SessionMeta, Terminal
-from ledger.reducer import ReplayState, fold_lines
+from ledger.reducer import ReplayState
 from replay.stop import StopFacts, read_stop_facts
 
 __all__ = [
@@ -137,6 +137,7 @@ def read_replay(
     token_budget: int | None = None,
     max_messages: int | None = None,
     token_counter: TokenCounter | None = None,
+    whole_file: bool = False,
 ) -> Replay:
     """Rebuild, verify and measure the conversation in the rollout at ``path``.
 
@@ -144,16 +145,28 @@ def read_replay(
     ``token_counter`` replaces :func:`estimate_tokens`. Over ``token_budget``, raises
     :class:`ReplayTooLarge` carrying the complete replay. Raises ``OSError`` when the file cannot
     be read; damage inside the file is never raised, it is listed in ``degraded``.
+
+    By default only the window after the last compaction is read, so time and memory follow
+    the replayed window, not the file; damage in the lines before it (which the compaction
+    replaced) is then not looked at. ``whole_file=True`` reads every line, as an audit does.
     """
     if max_messages is not None and max_messages < 0:
         raise ValueError(f"max_messages must be 0 or more, not {max_messages}")
     if token_budget is not None and token_budget < 0:
         raise ValueError(f"token_budget must be 0 or more, not {token_budget}")
-    state = fold_lines(iter_file_entries(path))
+    stop = read_stop_facts(path)
+    # Only the window after the last compaction is read (memory follows the window, not the
+    # file), unless the checkpoint to verify lies before that compaction or the tail scan could
+    # not tell where the last checkpoint is.
+    state = rebuild(
+        path,
+        from_last_compaction=not (whole_file or stop.exhausted),
+        checkpoint_seq=stop.checkpoint.seq if stop.checkpoint is not None else None,
+    )
     return replay_from_state(
         state,
         Path(path),
-        stop=read_stop_facts(path),
+        stop=stop,
         token_budget=token_budget,
         max_messages=max_messages,
         token_counter=token_counter,
@@ -190,11 +203,16 @@ def replay_from_state(
             )
         )
     if state.compactions:
+        skipped = (
+            f"; lines 2 to {state.window_start_line - 1} before it were not read"
+            if state.window_start_line is not None and state.window_start_line > 2
+            else f" ({state.compactions} compaction(s))"
+        )
         degraded.append(
             Degradation(
                 kind=DegradationKind.REBUILT_FROM_COMPACTED,
-                detail=f"rebuilt from a compacted record ({state.compactions} compaction(s)): "
-                "messages before the last compaction are replaced by its summary sequence",
+                detail="rebuilt from a compacted record: messages before the last compaction "
+                f"are replaced by its summary sequence{skipped}",
                 line=state.compacted_line,
             )
         )
