@@ -164,8 +164,9 @@ def list_sessions(root: str | os.PathLike[str]) -> tuple[SessionEntry, ...]:
     return tuple(entries)
 
 
-def _order(e: SessionEntry) -> tuple[float, Path]:
-    return (e.started_at.timestamp() if e.started_at is not None else float("-inf"), e.path)
+def _order(e: SessionEntry) -> tuple[float, str]:
+    # Strings, not Paths: Path comparisons cost a quarter of listing 10,000 sessions.
+    return (e.started_at.timestamp() if e.started_at is not None else float("-inf"), str(e.path))
 
 
 def _flag(e: SessionEntry, flag: SessionFlag, note: str) -> SessionEntry:
