@@ -444,3 +444,74 @@ def test_the_forbidden_pattern_catches_what_it_must() -> None:
         assert FORBIDDEN.search(bad), bad
     for fine in ("retrieval(x)", "self.exec_(x)", "obj.eval(x)", "create_subprocess_exec(x)"):
         assert not FORBIDDEN.search(fine), fine
+
+
+# --- a hostile file cannot drive the terminal ----------------------------------------------------
+
+# OSC 52 (write the clipboard, ended by ST or BEL), clear screen, a colour, an 8-bit CSI, and a
+# carriage return with backspaces that would overwrite what was printed before.
+EVIL = "A\x1b]52;c;SGVsbG8=\x1b\\B\x1b]0;title\x07C\x1b[2J\x1b[31mD\x9b31mE\r\x08F"
+CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def evil_root(tmp_path: Path) -> tuple[Path, Path]:
+    """A root with one rollout whose text fields, meta included, carry terminal controls."""
+    from ledger import Reasoning, ToolCall
+
+    conv = [
+        Message(role=Role.USER, content=EVIL),
+        Message(
+            role=Role.ASSISTANT,
+            content=EVIL,
+            reasoning=(Reasoning(text=EVIL),),
+            tool_calls=(ToolCall(id="c1", name=EVIL, arguments=EVIL),),
+        ),
+        Message(role=Role.TOOL, tool_call_id="c1", content=EVIL, is_error=True),
+    ]
+    root = tmp_path / "root"
+    path = root / rollout_filename(NOW, "evil")
+    root.mkdir()
+    lines = fault_rollout_lines(conv, session_id="evil")
+    escaped = EVIL.encode("unicode_escape").decode().replace("\\x", "\\u00")
+    lines[0] = lines[0].replace(
+        b'"agent_name":"faulty"', f'"agent_name":"{escaped}","model":"{escaped}"'.encode()
+    )
+    path.write_bytes(b"".join(lines))
+    return root, path
+
+
+COMMANDS = (
+    ["show"],
+    ["show", "--full"],
+    ["show", "--raw"],
+    ["ls"],
+    ["tree"],
+    ["replay"],
+    ["verify"],
+)
+B8 = pytest.mark.xfail(
+    strict=True,
+    reason="B8: text from the file reaches the terminal with its escape sequences (ESC, 8-bit CSI)",
+)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(args, id=" ".join(args), marks=[] if args == ["verify"] else [B8])
+        for args in COMMANDS
+    ],
+)
+def test_the_command_never_prints_control_characters_from_a_file(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """No command copies control characters (ESC, CSI, OSC, BEL...) from a rollout to the screen."""
+    from click.testing import CliRunner
+
+    from replay.cli import cli
+
+    root, path = evil_root(tmp_path)
+    target = [str(path)] if args[0] in {"show", "replay", "verify"} else []
+    result = CliRunner().invoke(cli, ["--root", str(root), *args, *target])
+    assert result.exit_code in (0, 1), result.output
+    assert CONTROLS.findall(result.output) == []
