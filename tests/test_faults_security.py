@@ -515,3 +515,38 @@ def test_the_command_never_prints_control_characters_from_a_file(
     result = CliRunner().invoke(cli, ["--root", str(root), *args, *target])
     assert result.exit_code in (0, 1), result.output
     assert CONTROLS.findall(result.output) == []
+
+
+@pytest.mark.parametrize(
+    ("session_id", "agent"),
+    [("../../evil", "a/b"), ("x\\u0000y", ".."), ("ok", "z" * 100_000), ("", "/etc")],
+)
+def test_hostile_identity_in_session_meta_is_listed_not_trusted(
+    tmp_path: Path, session_id: str, agent: str
+) -> None:
+    """Identity values read from a file (never validated by a writer) only ever label a session.
+
+    The listing, the tree and the command take them as text: they are flagged against the file
+    name, never joined into a path, and nothing is created or read outside the root.
+    """
+    from click.testing import CliRunner
+
+    from replay.cli import cli
+
+    root = tmp_path / "root"
+    root.mkdir()
+    lines = fault_rollout_lines(fault_conversation(), session_id="PLACEHOLDER")
+    head = lines[0].replace(b"PLACEHOLDER", session_id.encode())
+    lines[0] = head.replace(
+        b'"agent_name":"faulty"',
+        b'"agent_name":"' + agent.encode() + b'","parent_session_id":"../../p","delegation_id":"d"',
+    )
+    (root / rollout_filename(NOW, "hostile")).write_bytes(b"".join(lines))
+    before = sorted(tmp_path.rglob("*"))
+    [entry] = list_sessions(root)
+    assert entry.path.parent == root
+    for args in (["ls"], ["ls", "--json"], ["tree"], ["tree", "--json"], ["verify", "--all"]):
+        result = CliRunner().invoke(cli, ["--root", str(root), *args])
+        assert result.exit_code in (0, 1), (args, result.output)
+        assert result.exception is None or isinstance(result.exception, SystemExit), args
+    assert sorted(tmp_path.rglob("*")) == before
