@@ -2,8 +2,8 @@
 
 Usage::
 
-    python fault_child.py create DIRECTORY SEED START
-    python fault_child.py open PATH SEED START
+    python fault_child.py create DIRECTORY SEED START [STALL]
+    python fault_child.py open PATH SEED START [STALL]
 
 ``create`` starts a new rollout in DIRECTORY; ``open`` continues the one at PATH. Either way the
 child then appends the messages ``message(SEED, START)``, ``message(SEED, START + 1)``, ... in
@@ -13,6 +13,12 @@ flushed, so that a parent that kills it knows what was acknowledged::
     PATH <path>        the rollout file (after create or open)
     ACK <n>            drain returned: messages START .. n-1 are in the file
     DONE               ran out of messages (the parent killed it too late)
+    STALLED            (with STALL) the worker is stuck inside a write it has half done
+
+STALL is ``half:N`` or ``line:N``: the first N writes of the worker go through, then the next
+one writes only part of its batch (``half``: up to the middle of a line; ``line``: up to the end
+of its first line, which is a reasoning record whenever the batch has one) and never returns, so
+that the parent's kill lands inside a write for certain.
 
 Messages are a pure function of (seed, index), so the parent rebuilds the expected
 conversation without talking to the child. Some messages are large and some carry several
@@ -21,8 +27,11 @@ reasoning blocks, so that batches are cut mid-message and a kill can land inside
 
 from __future__ import annotations
 
+import os
 import random
 import sys
+import time
+from typing import Any, TextIO
 
 from ledger import Message, Reasoning, ReasoningKind, Role, StopKind, ToolCall
 from ledger.writer import Durability, RolloutWriter
@@ -73,9 +82,42 @@ def messages(seed: int, start: int, stop: int) -> list[Message]:
     return [message(seed, i) for i in range(start, stop)]
 
 
+def stall_writes(how: str, after: int, out: TextIO) -> None:
+    """Make the worker's ``after + 1``-th ``os.write`` write part of its data, then hang."""
+    real_write = os.write
+    calls = 0
+
+    def write(fd: int, data: Any) -> int:
+        nonlocal calls
+        if fd in (1, 2):
+            return real_write(fd, data)
+        calls += 1
+        if calls <= after:
+            return real_write(fd, data)
+        data = bytes(data)
+        if how == "line":
+            first = data.find(b'{"type":"reasoning"')
+            start = first if first >= 0 else 0
+            cut = data.find(b"\n", start) + 1 or len(data) // 2
+        else:
+            nl = data.find(b"\n")
+            cut = max(1, (nl if nl > 0 else len(data)) // 2)
+        real_write(fd, data[:cut])
+        out.write("STALLED\n")
+        out.flush()
+        time.sleep(3600)
+        raise OSError("unreachable")
+
+    os.write = write
+
+
 def main(argv: list[str]) -> int:
-    mode, where, seed_text, start_text = argv
+    mode, where, seed_text, start_text, *stall = argv
     seed, index = int(seed_text), int(start_text)
+    out = sys.stdout
+    if stall:
+        how, _, after = stall[0].partition(":")
+        stall_writes(how, int(after), out)
     # Half the runs hand batches to the OS only: without fsync the loop is faster, so more
     # kills land inside a write. Both levels must survive a kill of the process.
     durability = Durability.OS if (seed + index) % 2 else Durability.DRAIN
@@ -85,7 +127,6 @@ def main(argv: list[str]) -> int:
         )
     else:
         writer = RolloutWriter.open(where, durability=durability)
-    out = sys.stdout
     out.write(f"PATH {writer.path}\n")
     out.flush()
     rng = random.Random(seed * 7919 + index)  # noqa: S311 - test data, not secrets

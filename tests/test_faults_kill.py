@@ -58,6 +58,7 @@ class Child:
         self.acked: int | None = None
         self.done = False
         self.started = threading.Event()
+        self.stalled = threading.Event()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -72,7 +73,10 @@ class Child:
                 self.acked = int(rest)
             elif word == "DONE":
                 self.done = True
+            elif word == "STALLED":
+                self.stalled.set()
         self.started.set()
+        self.stalled.set()
 
     def kill(self) -> str:
         """SIGKILL the child, wait for it, and return what it wrote on stderr."""
@@ -139,11 +143,21 @@ def kill_campaign(trials: int, workdir: Path, rng: random.Random) -> Counter[str
         path: Path | None = None
         in_file = 0
         for kill in range(rng.randint(1, 3)):
+            # A quarter of the kills land inside a write for certain: the child's worker
+            # writes part of a batch and stalls there (see fault_child.stall_writes).
+            stall = (
+                [f"{rng.choice(('half', 'line'))}:{rng.randint(0, 30)}"]
+                if rng.random() < 0.25
+                else []
+            )
             if path is None:
-                child = Child(["create", str(directory), str(seed), "0"])
+                child = Child(["create", str(directory), str(seed), "0", *stall])
             else:
-                child = Child(["open", str(path), str(seed), str(in_file)])
-            if rng.random() < 0.15:
+                child = Child(["open", str(path), str(seed), str(in_file), *stall])
+            if stall:
+                assert child.stalled.wait(60), "the child did not reach its stalled write"
+                counts["kills inside a write"] += 1
+            elif rng.random() < 0.15:
                 # Sometimes kill while it starts: during import, create, or open's repair.
                 time.sleep(rng.uniform(0.0, 0.4))
             else:
@@ -165,12 +179,15 @@ def kill_campaign(trials: int, workdir: Path, rng: random.Random) -> Counter[str
             if child.acked is None and kill == 0:
                 counts["killed before the first drain"] += 1
             counts["records acknowledged"] += max(0, acked - in_file)
-            if path.stat().st_size == 0:
+            if read_replay(path).meta is None:
+                # Killed inside create, before its session_meta was whole: nothing was
+                # acknowledged, and the file is not a rollout that open() would continue.
+                assert not acked, acked
                 counts["killed inside create"] += 1
                 break
             in_file = check_after_kill(path, seed, max(acked, in_file), in_file, counts)
         counts["trials"] += 1
-        if path is None or path.stat().st_size == 0:
+        if path is None or read_replay(path).meta is None:
             if path is not None:
                 with pytest.raises(WriterError):
                     RolloutWriter.open(path)
@@ -254,3 +271,41 @@ def test_open_cuts_reasoning_left_without_its_message(tmp_path: Path) -> None:
         w.stop(StopKind.PAUSED)
     rep = read_replay(path)
     assert rep.messages[-1] == mine
+
+
+@pytest.mark.parametrize("how", ["half", "line"])
+def test_a_kill_inside_a_write_is_repaired(tmp_path: Path, how: str) -> None:
+    """A writer killed in the middle of a write loses nothing acknowledged, and open repairs it."""
+    seed = 1234
+    child = Child(["create", str(tmp_path), str(seed), "0", f"{how}:3"])
+    assert child.stalled.wait(60), "the child did not reach its stalled write"
+    assert "Traceback" not in child.kill()
+    [path] = tmp_path.glob("*.jsonl")
+    counts: Counter[str] = Counter()
+    in_file = check_after_kill(path, seed, child.acked or 0, 0, counts)
+    if how == "half":
+        assert counts["tail damage: torn_tail"] == 1
+    with RolloutWriter.open(path) as w:
+        if how == "half":
+            assert w.repair is not None
+            assert w.repair.kind == "torn_line_moved"
+        w.append(fault_child.message(seed, in_file))
+        w.stop(StopKind.PAUSED)
+    rep = read_replay(path)
+    assert rep.messages == tuple(fault_child.messages(seed, 0, in_file + 1))
+    assert rep.verified
+    assert rep.degraded == ()
+
+
+def test_a_kill_inside_create_leaves_a_file_that_is_no_session(tmp_path: Path) -> None:
+    """Killed while writing its session_meta, create leaves a torn head that nobody resumes."""
+    child = Child(["create", str(tmp_path), "99", "0", "half:0"])
+    assert child.stalled.wait(60), "the child did not reach its stalled write"
+    assert "Traceback" not in child.kill()
+    assert child.acked is None
+    [path] = tmp_path.glob("*.jsonl")
+    rep = read_replay(path)
+    assert rep.meta is None
+    assert DegradationKind.TORN_TAIL in {d.kind for d in rep.degraded}
+    with pytest.raises(WriterError, match="not a rollout"):
+        RolloutWriter.open(path)
