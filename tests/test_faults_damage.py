@@ -765,3 +765,27 @@ def test_the_command_reads_every_damaged_file_without_a_traceback(tmp_path: Path
         if result.exception is not None:
             assert isinstance(result.exception, SystemExit), (args, repr(result.exception))
         assert "Traceback" not in result.output, args
+
+
+def test_tail_reader_agrees_with_the_fold_at_every_truncation_point() -> None:
+    """At every cut of a rollout, read_stop_facts finds the last checkpoint the fold finds."""
+    from replay.stop import stop_facts_from_file
+
+    for n in range(len(DATA) + 1):
+        data = DATA[:n]
+        facts = stop_facts_from_file(io.BytesIO(data), len(data))
+        state = read(data)
+        assert facts.checkpoint == state.checkpoint, n
+        whole = data.removesuffix(b"\n")
+        ends_with_terminal = state.terminal is not None and whole.endswith(LINES[-1][:-1])
+        assert (facts.terminal is not None) == ends_with_terminal, n
+
+
+@pytest.mark.parametrize(("name", "data"), CORPUS, ids=[name for name, _ in CORPUS])
+def test_tail_reader_agrees_with_the_fold_on_each_damaged_file(name: str, data: bytes) -> None:
+    """On each damaged file, read_stop_facts finds the last checkpoint the fold finds."""
+    from replay.stop import stop_facts_from_file
+
+    facts = stop_facts_from_file(io.BytesIO(data), len(data))
+    state = read(data, max_line_bytes=2048)
+    assert facts.checkpoint == state.checkpoint

@@ -118,6 +118,10 @@ def check_after_kill(
             assert d.kind == DegradationKind.TORN_TAIL or d.line is None, d
     torn = [d for d in rep.degraded if d.kind == DegradationKind.TORN_TAIL]
     assert len(torn) <= 1
+    # The tail reader agrees with the whole fold on the last stop point, torn tail or not.
+    facts = read_stop_facts(path)
+    assert facts.checkpoint == rep.checkpoint
+    assert resume_eligibility(facts).reason
     return len(got)
 
 
