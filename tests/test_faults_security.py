@@ -489,18 +489,11 @@ COMMANDS = (
     ["replay"],
     ["verify"],
 )
-B8 = pytest.mark.xfail(
-    strict=True,
-    reason="B8: text from the file reaches the terminal with its escape sequences (ESC, 8-bit CSI)",
-)
 
 
 @pytest.mark.parametrize(
     "args",
-    [
-        pytest.param(args, id=" ".join(args), marks=[] if args == ["verify"] else [B8])
-        for args in COMMANDS
-    ],
+    [pytest.param(args, id=" ".join(args)) for args in COMMANDS],
 )
 def test_the_command_never_prints_control_characters_from_a_file(
     tmp_path: Path, args: list[str]

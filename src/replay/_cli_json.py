@@ -16,6 +16,7 @@ import msgspec
 
 from ledger.damage import Degradation
 from ledger.messages import Message
+from replay._cli_render import json_safe
 
 if TYPE_CHECKING:
     from replay.stop import Eligibility, StopFacts
@@ -76,4 +77,4 @@ def messages_json(messages: tuple[Message, ...]) -> list[msgspec.Raw]:
 
 def dump(document: dict[str, Any]) -> str:
     """The document as one line of JSON (keys sorted), with the version key added."""
-    return _encoder.encode({"rollout_json": JSON_VERSION, **document}).decode()
+    return json_safe(_encoder.encode({"rollout_json": JSON_VERSION, **document}).decode())

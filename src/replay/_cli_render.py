@@ -2,11 +2,17 @@
 
 Everything a user wrote reaches the terminal as ``rich.text.Text``, never as markup, so a
 message that contains ``[bold]`` prints as those characters. rich is imported lazily.
+
+A rollout is input from anyone: its text may hold terminal control sequences (ESC, 8-bit CSI,
+OSC 52 writing the clipboard). Nothing read from a file reaches the terminal raw: the console
+made by :func:`safe_console` shows every control character of the text it prints as a visible
+escape, and :func:`json_safe` escapes DEL and the C1 range in JSON output (JSON already escapes
+the C0 range), which keeps the JSON valid and equal once parsed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
@@ -23,6 +29,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TranscriptPairing",
+    "json_safe",
+    "safe_console",
+    "terminal_safe",
     "human_size",
     "pair_tool_outputs",
     "render_degradations",
@@ -31,6 +40,41 @@ __all__ = [
     "short_id",
     "short_time",
 ]
+
+_VISIBLE: Final = {
+    c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A)
+}
+_JSON_ESCAPES: Final = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0))}
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every control character but tab and newline shown as ``\\xNN``."""
+    return text.translate(_VISIBLE)
+
+
+def json_safe(text: str) -> str:
+    """JSON text with DEL and C1 characters written as ``\\u00NN`` escapes (same JSON value)."""
+    return text.translate(_JSON_ESCAPES)
+
+
+def safe_console(**kwargs: object) -> Console:
+    """A rich console that shows control characters in printed text instead of sending them.
+
+    rich's own control output (styles, cursor moves of a progress bar) is kept; only the text
+    of the segments is made safe, after layout, so nothing printed can smuggle a sequence in.
+    """
+    from rich.console import Console
+    from rich.segment import Segment
+
+    class _SafeConsole(Console):
+        def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+            return super()._render_buffer(
+                seg if seg.control else Segment(terminal_safe(seg.text), seg.style, None)
+                for seg in buffer
+            )
+
+    return _SafeConsole(**kwargs)  # type: ignore[arg-type]
+
 
 SHORT_ID: Final = 8
 _FOLD: Final = 160

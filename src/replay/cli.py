@@ -51,11 +51,14 @@ from replay._cli_paths import (
     rollout_files,
 )
 from replay._cli_render import (
+    json_safe,
     render_degradations,
     render_transcript,
+    safe_console,
     sessions_table,
     short_id,
     short_time,
+    terminal_safe,
 )
 
 if TYPE_CHECKING:
@@ -77,7 +80,7 @@ def _one_line(text: str) -> str:
 
 
 def _fail(prog: str, message: str, code: int) -> int:
-    click.echo(f"{prog}: error: {_one_line(message)}", err=True)
+    click.echo(terminal_safe(f"{prog}: error: {_one_line(message)}"), err=True)
     return code
 
 
@@ -198,11 +201,9 @@ def schema() -> None:
 
 
 def _console(stderr: bool = False) -> Console:
-    from rich.console import Console
-
     # Colour and width follow the terminal; piped output is plain text, wide enough that
     # table rows are not cut (an inherited COLUMNS describes some other terminal).
-    console = Console(stderr=stderr, highlight=False, soft_wrap=True)
+    console = safe_console(stderr=stderr, highlight=False, soft_wrap=True)
     if not console.is_terminal:
         console.width = _PIPE_WIDTH
     return console
@@ -412,11 +413,10 @@ def _show_raw(path: Path) -> None:
     out = sys.stdout.buffer
     for _, entry in iter_file_entries(path):
         if isinstance(entry, Degradation):
-            click.echo(f"rollout show: {path.name}: {entry}", err=True)
-        elif isinstance(entry, UnknownRecord):
-            out.write(entry.raw + b"\n")
+            click.echo(terminal_safe(f"rollout show: {path.name}: {entry}"), err=True)
         else:
-            out.write(encode_record(entry) + b"\n")
+            line = entry.raw if isinstance(entry, UnknownRecord) else encode_record(entry)
+            out.write(json_safe(line.decode()).encode() + b"\n")
     out.flush()
 
 
@@ -648,7 +648,7 @@ def replay_cmd(
             console.print(
                 f"over the budget of {budget} tokens: hand-off report follows", style="bold yellow"
             )
-            click.echo(report)
+            click.echo(terminal_safe(report))
     if status == "failed":
         _exit(EXIT_VERIFY_FAILED)
     if over:
