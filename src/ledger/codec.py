@@ -7,12 +7,12 @@ is deterministic: the same record always gives the same bytes.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import msgspec
 
 from ledger.messages import Message, Reasoning, Role
-from ledger.records import MessageRecord, ReasoningRecord, Record, UnknownRecord
+from ledger.records import MessageRecord, ReasoningRecord, Record, SessionMeta, UnknownRecord
 
 __all__ = [
     "RecordDecodeError",
@@ -58,7 +58,10 @@ def encode_line(record: Record) -> bytes:
 
 def _check_utc(record: Record) -> None:
     # A naive time would encode fine and then fail to decode (the schema requires a zone):
-    # refuse it where it is made, and keep the format's promise that times are UTC.
+    # refuse it where it is made, and keep the format's promise that times are UTC. The
+    # common case (the UTC singleton, no start time) is one identity test on the append path.
+    if record.ts.tzinfo is UTC and type(record) is not SessionMeta:
+        return
     for when in (record.ts, getattr(record, "started_at", None)):
         if when is not None and when.utcoffset() != _ZERO:
             raise ValueError(
