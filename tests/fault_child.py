@@ -118,9 +118,9 @@ def main(argv: list[str]) -> int:
     if stall:
         how, _, after = stall[0].partition(":")
         stall_writes(how, int(after), out)
-    # Half the runs hand batches to the OS only: without fsync the loop is faster, so more
-    # kills land inside a write. Both levels must survive a kill of the process.
-    durability = Durability.OS if (seed + index) % 2 else Durability.DRAIN
+    # Every durability level must survive a kill of the process; without fsync (OS) the loop
+    # is faster, so more kills land inside a write.
+    durability = (Durability.OS, Durability.BATCH, Durability.DRAIN)[(seed + index) % 3]
     if mode == "create":
         writer = RolloutWriter.create(
             where, session_id=f"kill-{seed}", agent_name="victim", durability=durability
