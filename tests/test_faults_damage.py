@@ -648,19 +648,11 @@ def damage_corpus() -> list[tuple[str, bytes]]:
 
 CORPUS = damage_corpus()
 CHUNKS = (1, 2, 3, 5, 16, 100, 333, 4096)
-B3 = pytest.mark.xfail(
-    strict=True,
-    reason="B3: the batch path trusts msgspec decode_lines, which accepts several records on "
-    "one line when a blank line keeps the count equal",
-)
 
 
 def corpus_params() -> list[object]:
-    """The corpus as pytest parameters, known bugs marked."""
-    return [
-        pytest.param(name, data, id=name, marks=[B3] if name.startswith("two records") else [])
-        for name, data in CORPUS
-    ]
+    """The corpus as pytest parameters."""
+    return [pytest.param(name, data, id=name) for name, data in CORPUS]
 
 
 @pytest.mark.parametrize(("name", "data"), corpus_params())
@@ -685,7 +677,6 @@ def test_every_damaged_input_is_shown_or_intact(name: str, data: bytes) -> None:
         assert state.degraded, name
 
 
-@B3
 def test_two_records_on_one_line_are_damage() -> None:
     """Two records on one line are one damaged line, even when a blank line follows."""
     for sep in (b" ", b"\r", b""):

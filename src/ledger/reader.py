@@ -37,6 +37,7 @@ DEFAULT_MAX_LINE_BYTES: Final = 512 * 1024 * 1024
 CHUNK_BYTES: Final = 4 * 1024 * 1024
 
 _BOM: Final = b"\xef\xbb\xbf"
+_BLANKISH: Final = re.compile(rb"\A[ \t\r\n]|\n[ \t\r\n]")
 _batch_decoder: msgspec.json.Decoder[Record] = msgspec.json.Decoder(Record)
 
 Batch = tuple[int, Sequence[Entry]]
@@ -132,8 +133,10 @@ def _decode_block(block: bytes, lines: int, lineno: int, max_line_bytes: int) ->
         except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
             pass
         else:
-            # decode_lines skips blank lines; only trust its numbering when there are none.
-            if len(records) == lines:
+            # decode_lines skips blank lines and accepts several values on one line; with no
+            # blank (or whitespace-led) line in the block, the counts agree only when every
+            # line holds exactly one record. The encoder never writes such lines.
+            if len(records) == lines and not _BLANKISH.search(block):
                 yield lineno + 1, records
                 return
     for raw in block.split(b"\n")[:-1]:
