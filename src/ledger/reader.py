@@ -37,7 +37,9 @@ DEFAULT_MAX_LINE_BYTES: Final = 512 * 1024 * 1024
 CHUNK_BYTES: Final = 4 * 1024 * 1024
 
 _BOM: Final = b"\xef\xbb\xbf"
-_BLANKISH: Final = re.compile(rb"\A[ \t\r\n]|\n[ \t\r\n]")
+_BLANK_START: Final = (b" ", b"\t", b"\r", b"\n")
+# No alternation with ``\A``: it defeats the engine's fast scan for the literal ``\n`` (40x).
+_BLANKISH: Final = re.compile(rb"\n[ \t\r\n]")
 _batch_decoder: msgspec.json.Decoder[Record] = msgspec.json.Decoder(Record)
 
 Batch = tuple[int, Sequence[Entry]]
@@ -136,7 +138,11 @@ def _decode_block(block: bytes, lines: int, lineno: int, max_line_bytes: int) ->
             # decode_lines skips blank lines and accepts several values on one line; with no
             # blank (or whitespace-led) line in the block, the counts agree only when every
             # line holds exactly one record. The encoder never writes such lines.
-            if len(records) == lines and not _BLANKISH.search(block):
+            if (
+                len(records) == lines
+                and block[:1] not in _BLANK_START
+                and not _BLANKISH.search(block)
+            ):
                 yield lineno + 1, records
                 return
     for raw in block.split(b"\n")[:-1]:
