@@ -255,7 +255,17 @@ def mutated_lines(draw: st.DrawFn) -> bytes:
     return bytes(buf)
 
 
-session_ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9-]{0,127}", fullmatch=True)
+plain_session_ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9-]{0,127}", fullmatch=True)
+# Framework session keys (ADR 0016): anything of 1-128 characters without NUL that UTF-8 can
+# carry; path separators, `_`, dots, spaces, control characters and any script included.
+framework_keys = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+    min_size=1,
+    max_size=128,
+) | st.sampled_from(
+    ["user_123", "org/42", "a.b+c@example.com", "..", "../../etc/passwd", ".hidden", "-x", "~"]
+)
+session_ids = plain_session_ids | framework_keys
 agent_names = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", fullmatch=True).filter(
     lambda a: ".." not in a and not a.endswith(".")
 )

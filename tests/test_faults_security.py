@@ -65,12 +65,26 @@ ESCAPES = [
 
 
 @pytest.mark.parametrize("bad", ESCAPES)
-def test_session_ids_that_could_escape_are_refused(bad: str) -> None:
-    """A session id with a separator, '..', NUL, whitespace or non-ASCII is refused."""
-    with pytest.raises(RolloutNameError):
-        validate_session_id(bad)
-    with pytest.raises(RolloutNameError):
-        rollout_filename(NOW, bad)
+def test_session_ids_that_could_escape_are_escaped_or_refused(bad: str) -> None:
+    """A session id with a separator, '..', whitespace or non-ASCII becomes one plain entry of
+    its directory (ADR 0016); one with NUL, empty or over 128 characters is refused."""
+    if bad == "" or "\x00" in bad or len(bad) > 128:
+        with pytest.raises(RolloutNameError):
+            validate_session_id(bad)
+        with pytest.raises(RolloutNameError):
+            rollout_filename(NOW, bad)
+        return
+    name = rollout_filename(NOW, bad)
+    base = Path("/r")
+    assert (base / name).parent == base
+    assert os.path.normpath(base / name) == str(base / name)
+    assert "/" not in name
+    assert "\\" not in name
+    assert ".." not in name
+    assert name.isascii()
+    assert name.isprintable()
+    assert " " not in name
+    assert parse_rollout_filename(name).session_id == bad
 
 
 @pytest.mark.parametrize("bad", [*ESCAPES, "a..b", "a.", "a/", "..a"])
@@ -103,15 +117,26 @@ def test_any_accepted_name_stays_in_its_directory(session_id: str, agent: str | 
 
 @pytest.mark.parametrize("bad", ["../x", "/abs", "a/b", "..", "a\x00b"])
 def test_writer_refuses_escaping_names_and_creates_nothing(tmp_path: Path, bad: str) -> None:
-    """RolloutWriter.create refuses an escaping session id or agent name before touching disk."""
+    """RolloutWriter.create refuses an escaping agent name (or a NUL id) before touching disk."""
     root = tmp_path / "root"
     root.mkdir()
     before = sorted(tmp_path.rglob("*"))
     with pytest.raises(RolloutNameError):
-        RolloutWriter.create(root, session_id=bad)
-    with pytest.raises(RolloutNameError):
         RolloutWriter.create(root, session_id="fine", agent_name=bad)
+    with pytest.raises(RolloutNameError):
+        RolloutWriter.create(root, session_id="a\x00b")
     assert sorted(tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize("key", ["../x", "/abs", "a/b", "..", "user_123", "org/42"])
+def test_writer_keeps_escaping_session_keys_inside_the_root(tmp_path: Path, key: str) -> None:
+    """A framework key with separators or dots makes exactly one file, directly in the root."""
+    root = tmp_path / "root"
+    with RolloutWriter.create(root, session_id=key) as w:
+        w.stop(StopKind.PAUSED)
+    assert [p.parent for p in tmp_path.rglob("*.jsonl")] == [root]
+    assert w.path.parent == root
+    assert parse_rollout_filename(w.path.name).session_id == key
 
 
 @pytest.mark.parametrize(

@@ -327,11 +327,9 @@ class WriterContract(abc.ABC):
     @pytest.mark.parametrize(
         ("field", "value"),
         [
-            ("session_id", "../evil"),
-            ("session_id", "a/b"),
             ("session_id", "a\x00b"),
-            ("session_id", "has_underscore"),
-            ("session_id", ".."),
+            ("session_id", ""),
+            ("session_id", "x" * 129),
             ("agent_name", "../up"),
             ("agent_name", "a/b"),
             ("agent_name", "x\x00"),
@@ -341,7 +339,8 @@ class WriterContract(abc.ABC):
     def test_ids_that_could_escape_the_directory_are_refused(
         self, tmp_path: Path, field: str, value: str
     ) -> None:
-        """A session id or agent name with '/', '..', NUL or '_' (in ids) creates no file."""
+        """An agent name with '/', '..' or NUL, or a session id that is empty, too long or holds
+        NUL, creates no file (other session keys are escaped, ADR 0016)."""
         with pytest.raises(RolloutNameError):
             self.create(tmp_path / "d", **{field: value})
         assert not (tmp_path / "d").exists() or list((tmp_path / "d").iterdir()) == []

@@ -1,12 +1,18 @@
 """Rollout file names, `<date>_<time>_<sessionID>[_<agentName>].jsonl`: built, parsed, mirrored.
 
-The date and time are the session's start in UTC (``2026-12-02_16-22-05``). A session id may
-not contain ``_`` so that the name splits back unambiguously; an agent name may (``code_reviewer``).
-Anything that could escape a directory or parse back differently is refused.
+The date and time are the session's start in UTC (``2026-12-02_16-22-05``). The session id
+stands in the name as its *token* (ADR 0016): a plain id (ASCII letters, digits and ``-``, such
+as a UUID) stands as itself; any other framework key (``user_123``, ``org/42``, an e-mail
+address) stands percent-escaped, so that nothing path-unsafe reaches the file system raw and
+the name still splits at the first ``_``. A token that would not fit the file system's name
+limit is cut and ends in ``~`` and a digest of the whole id. An agent name may contain ``_``
+(``code_reviewer``). Anything that could escape a directory or parse back differently is
+refused.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from datetime import UTC, datetime
 from typing import Final
@@ -14,19 +20,34 @@ from typing import Final
 import attrs
 
 __all__ = [
+    "MAX_NAME_BYTES",
+    "MAX_SESSION_ID_CHARS",
     "ROLLOUT_SUFFIX",
     "RolloutNameError",
     "RolloutName",
     "parse_rollout_filename",
     "rollout_filename",
+    "session_token",
     "validate_agent_name",
     "validate_session_id",
 ]
 
 ROLLOUT_SUFFIX: Final = ".jsonl"
 
-_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,127}")
+MAX_NAME_BYTES: Final = 255
+"""The longest file name the common file systems take (ext4, XFS, APFS, NTFS: 255)."""
+
+MAX_SESSION_ID_CHARS: Final = 128
+"""The longest session id, in characters."""
+
+_PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,127}")
 _AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+# What an escaped token may hold raw; `%` starts an escape, `~` the digest of a cut token.
+_TOKEN_SAFE: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-.")
+_ESCAPED = re.compile(r"(?:[A-Za-z0-9.-]|%[0-9A-F]{2})+")
+_DIGEST_CHARS: Final = 20
+_CUT = re.compile(r"(?P<head>(?:[A-Za-z0-9.-]|%[0-9A-F]{2})*)~(?P<digest>[0-9a-f]{20})")
+_STAMP_LEN: Final = len("2026-12-02_16-22-05")
 _STAMP_FORMAT: Final = "%Y-%m-%d_%H-%M-%S"
 # ASCII digits only: ``\d`` also matches other scripts' digits, which parse to the same time
 # and so would give a second name for one session.
@@ -42,19 +63,59 @@ class RolloutNameError(ValueError):
 
 @attrs.frozen
 class RolloutName:
-    """What a rollout file name says: start time (UTC, to the second), session id, agent name."""
+    """What a rollout file name says: start time (UTC, to the second), session, agent name.
+
+    ``session_token`` is the session id as it stands in the name. ``session_id`` is the id it
+    stands for, or ``None`` when the token was cut to fit the name limit (the id is then only in
+    the file's ``session_meta``; :func:`session_token` of the id gives the token back).
+    """
 
     started_at: datetime
-    session_id: str
+    session_id: str | None
     agent_name: str | None = None
+    session_token: str = attrs.field(default="")
+
+    def __attrs_post_init__(self) -> None:
+        if not self.session_token:
+            if self.session_id is None:
+                raise RolloutNameError("a RolloutName needs a session id or a session token")
+            object.__setattr__(
+                self, "session_token", session_token(self.session_id, self.agent_name)
+            )
+
+    @property
+    def filename(self) -> str:
+        """The file name this parse came from (the mirror, also for a cut token)."""
+        return _assemble(_stamp(self.started_at), self.session_token, self.agent_name)
 
 
 def validate_session_id(session_id: str) -> str:
-    """Return ``session_id`` if it is safe in a file name; raise :class:`RolloutNameError`."""
-    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
+    """Return ``session_id`` if it can be a session id; raise :class:`RolloutNameError`.
+
+    Any string of 1 to 128 characters without NUL that UTF-8 can carry (no lone surrogate).
+    """
+    if not isinstance(session_id, str):
         raise RolloutNameError(
-            f"invalid session id {session_id!r}: use 1-128 letters, digits and '-', "
-            "starting with a letter or digit (a UUID works)"
+            f"invalid session id {session_id!r}: expected a str, got {type(session_id).__name__}"
+        )
+    if _PLAIN_ID.fullmatch(session_id):
+        return session_id
+    why = None
+    if not session_id:
+        why = "it is empty"
+    elif len(session_id) > MAX_SESSION_ID_CHARS:
+        why = f"it has {len(session_id)} characters, over the limit of {MAX_SESSION_ID_CHARS}"
+    elif "\x00" in session_id:
+        why = "it contains NUL"
+    else:
+        try:
+            session_id.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            why = f"character {exc.start} is a lone surrogate, which UTF-8 cannot carry"
+    if why is not None:
+        raise RolloutNameError(
+            f"invalid session id {session_id!r}: {why}; use 1-{MAX_SESSION_ID_CHARS} "
+            "characters without NUL (any framework key works: it is escaped in the file name)"
         )
     return session_id
 
@@ -74,8 +135,58 @@ def validate_agent_name(agent_name: str) -> str:
     return agent_name
 
 
-def rollout_filename(started_at: datetime, session_id: str, agent_name: str | None = None) -> str:
-    """Build the file name of a rollout; ``started_at`` must be timezone-aware."""
+def _escape(session_id: str) -> str:
+    if _PLAIN_ID.fullmatch(session_id):
+        return session_id
+    out = []
+    last = len(session_id) - 1
+    for i, c in enumerate(session_id):
+        # A dot stays readable (`a.b@example.com`) unless it could make `..` in the name:
+        # beside another dot, or last (the suffix or the agent name's `_` follows).
+        if c == "." and (
+            i == last or session_id[i + 1] == "." or (i > 0 and session_id[i - 1] == ".")
+        ):
+            out.append("%2E")
+        elif c in _TOKEN_SAFE:
+            out.append(c)
+        else:
+            out.extend(f"%{b:02X}" for b in c.encode("utf-8"))
+    return "".join(out)
+
+
+def _room(agent_name: str | None) -> int:
+    """How many bytes the session token may take in a name with this agent name."""
+    agent = 0 if agent_name is None else 1 + len(agent_name)
+    return MAX_NAME_BYTES - _STAMP_LEN - 1 - agent - len(ROLLOUT_SUFFIX)
+
+
+def session_token(session_id: str, agent_name: str | None = None) -> str:
+    """The session id as it stands in a file name beside ``agent_name`` (ADR 0016).
+
+    A plain id (letters, digits, ``-``, starting with a letter or digit) is its own token;
+    any other id is percent-escaped (UTF-8 bytes of everything but letters, digits, ``-`` and
+    ``.``; a ``.`` beside another or at the end is escaped too, so a name never holds ``..``).
+    When the whole name would pass :data:`MAX_NAME_BYTES`, the token is cut and ends in ``~``
+    and 20 hex digits of the id's BLAKE2b digest.
+    """
+    validate_session_id(session_id)
+    if agent_name is not None:
+        validate_agent_name(agent_name)
+    token = _escape(session_id)
+    room = _room(agent_name)
+    if len(token) <= room:
+        return token
+    cut = room - 1 - _DIGEST_CHARS
+    head = token[:cut]
+    # Never split an escape: drop a trailing `%` or `%X`.
+    pct = head.rfind("%", max(0, len(head) - 2))
+    if pct >= 0:
+        head = head[:pct]
+    digest = hashlib.blake2b(session_id.encode("utf-8"), digest_size=_DIGEST_CHARS // 2).hexdigest()
+    return f"{head}~{digest}"
+
+
+def _stamp(started_at: datetime) -> str:
     if started_at.tzinfo is None or started_at.utcoffset() is None:
         raise RolloutNameError(
             f"started_at {started_at.isoformat()} has no timezone: pass an aware datetime "
@@ -88,11 +199,41 @@ def rollout_filename(started_at: datetime, session_id: str, agent_name: str | No
             f"started_at {started_at.isoformat()} has no UTC equivalent in the calendar"
         ) from None
     # Not strftime: its %Y does not pad years below 1000 to four digits on every platform.
-    stamp = f"{t.year:04d}-{t.month:02d}-{t.day:02d}_{t.hour:02d}-{t.minute:02d}-{t.second:02d}"
-    name = f"{stamp}_{validate_session_id(session_id)}"
+    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}_{t.hour:02d}-{t.minute:02d}-{t.second:02d}"
+
+
+def _assemble(stamp: str, token: str, agent_name: str | None) -> str:
+    name = f"{stamp}_{token}"
     if agent_name is not None:
-        name += f"_{validate_agent_name(agent_name)}"
+        name += f"_{agent_name}"
     return name + ROLLOUT_SUFFIX
+
+
+def rollout_filename(started_at: datetime, session_id: str, agent_name: str | None = None) -> str:
+    """Build the file name of a rollout; ``started_at`` must be timezone-aware."""
+    stamp = _stamp(started_at)
+    return _assemble(stamp, session_token(session_id, agent_name), agent_name)
+
+
+def _unescape(token: str) -> str | None:
+    """The id an escaped token stands for, or ``None`` when it is not a canonical token."""
+    if not _ESCAPED.fullmatch(token):
+        return None
+    if "%" not in token:
+        return token
+    try:
+        raw = bytearray()
+        i = 0
+        while i < len(token):
+            if token[i] == "%":
+                raw.append(int(token[i + 1 : i + 3], 16))
+                i += 3
+            else:
+                raw += token[i].encode()
+                i += 1
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def parse_rollout_filename(name: str) -> RolloutName:
@@ -110,8 +251,31 @@ def parse_rollout_filename(name: str) -> RolloutName:
     except ValueError:
         raise RolloutNameError(f"{name!r} has an impossible date or time") from None
     agent = m["agent"]
+    agent_name = None if agent is None else validate_agent_name(agent)
+    token = m["sid"]
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        raise RolloutNameError(f"{name!r} is longer than {MAX_NAME_BYTES} bytes")
+    session_id: str | None
+    if _CUT.fullmatch(token):
+        # A cut token is only ever built when the escaped id does not fit; anything shorter
+        # would be a second name for one session.
+        if not _room(agent_name) - 2 <= len(token) <= _room(agent_name):
+            raise RolloutNameError(f"{name!r} holds a cut session token of the wrong length")
+        session_id = None
+    else:
+        session_id = _unescape(token)
+        if (
+            session_id is None
+            or not 1 <= len(session_id) <= MAX_SESSION_ID_CHARS
+            or "\x00" in session_id
+            or session_token(session_id, agent_name) != token
+        ):
+            raise RolloutNameError(
+                f"{name!r} is not a rollout file name: {token!r} is not a session id token"
+            )
     return RolloutName(
         started_at=started_at,
-        session_id=validate_session_id(m["sid"]),
-        agent_name=None if agent is None else validate_agent_name(agent),
+        session_id=session_id,
+        agent_name=agent_name,
+        session_token=token,
     )

@@ -129,7 +129,8 @@ def resolve_target(root: Path, arg: str, files: Iterable[Path] | None = None) ->
     matches: list[tuple[str, Path]] = []
     for path in rollout_files(root) if files is None else files:
         try:
-            sid = parse_rollout_filename(path.name).session_id
+            parsed = parse_rollout_filename(path.name)
+            sid = parsed.session_id or parsed.session_token
         except RolloutNameError:
             continue
         if sid.startswith(arg):

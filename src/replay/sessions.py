@@ -26,6 +26,7 @@ from ledger.naming import (
     RolloutNameError,
     parse_rollout_filename,
     rollout_filename,
+    session_token,
 )
 from ledger.records import SessionMeta
 from replay.stop import (
@@ -206,11 +207,11 @@ def read_session_entry(path: str | os.PathLike[str]) -> SessionEntry:
     if why is not None:
         flags.append(SessionFlag.HEAD_DAMAGED)
         notes.append(f"first line: {why}; identity taken from the file name")
-    if meta is not None and name is not None and name.session_id != meta.session_id:
+    if meta is not None and name is not None and not _names_session(name, meta):
         flags.append(SessionFlag.NAME_MISMATCH)
         notes.append(
-            f"the file name says session {name.session_id} but session_meta says "
-            f"{meta.session_id}; session_meta wins"
+            f"the file name says session {name.session_id or name.session_token} but "
+            f"session_meta says {meta.session_id}; session_meta wins"
         )
     if child_without_coordinates(meta):
         flags.append(SessionFlag.CHILD_WITHOUT_COORDINATES)
@@ -238,6 +239,16 @@ def read_session_entry(path: str | os.PathLike[str]) -> SessionEntry:
         flags=tuple(flags),
         notes=tuple(notes),
     )
+
+
+def _names_session(name: RolloutName, meta: SessionMeta) -> bool:
+    if name.session_id is not None:
+        return name.session_id == meta.session_id
+    # A cut token names its id by digest only: compare the token the id would have.
+    try:
+        return session_token(meta.session_id, name.agent_name) == name.session_token
+    except RolloutNameError:
+        return False
 
 
 def _parse_name(
