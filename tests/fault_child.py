@@ -15,10 +15,11 @@ flushed, so that a parent that kills it knows what was acknowledged::
     DONE               ran out of messages (the parent killed it too late)
     STALLED            (with STALL) the worker is stuck inside a write it has half done
 
-STALL is ``half:N`` or ``line:N``: the first N writes of the worker go through, then the next
-one writes only part of its batch (``half``: up to the middle of a line; ``line``: up to the end
-of its first line, which is a reasoning record whenever the batch has one) and never returns, so
-that the parent's kill lands inside a write for certain.
+STALL is ``half:N`` or ``line:N``: the first N batch writes of the worker go through (with
+``create``, ``N=0`` stalls the write of the session_meta itself), then the next one writes only
+part of its batch (``half``: up to the middle of a line; ``line``: up to the end of its first
+line, which is a reasoning record whenever the batch has one) and never returns, so that the
+parent's kill lands inside a write for certain.
 
 Messages are a pure function of (seed, index), so the parent rebuilds the expected
 conversation without talking to the child. Some messages are large and some carry several
@@ -27,13 +28,14 @@ reasoning blocks, so that batches are cut mid-message and a kill can land inside
 
 from __future__ import annotations
 
-import os
 import random
 import sys
-import time
-from typing import Any, TextIO
+import threading
+from collections.abc import Callable
+from typing import TextIO
 
 from ledger import Message, Reasoning, ReasoningKind, Role, StopKind, ToolCall
+from ledger.testing import stall_writes
 from ledger.writer import Durability, RolloutWriter
 
 # Mostly small messages, a few large ones: a write of several MB takes long enough that some
@@ -82,51 +84,70 @@ def messages(seed: int, start: int, stop: int) -> list[Message]:
     return [message(seed, i) for i in range(start, stop)]
 
 
-def stall_writes(how: str, after: int, out: TextIO) -> None:
-    """Make the worker's ``after + 1``-th ``os.write`` write part of its data, then hang."""
-    real_write = os.write
-    calls = 0
+def stall_cut(how: str) -> Callable[[bytes], int]:
+    """Where a stalled write stops: mid-line (``half``) or at the end of the batch's first
+    reasoning record (``line``), else of its first line."""
 
-    def write(fd: int, data: Any) -> int:
-        nonlocal calls
-        if fd in (1, 2):
-            return real_write(fd, data)
-        calls += 1
-        if calls <= after:
-            return real_write(fd, data)
-        data = bytes(data)
+    def cut(data: bytes) -> int:
         if how == "line":
             first = data.find(b'{"type":"reasoning"')
             start = first if first >= 0 else 0
-            cut = data.find(b"\n", start) + 1 or len(data) // 2
-        else:
-            nl = data.find(b"\n")
-            cut = max(1, (nl if nl > 0 else len(data)) // 2)
-        real_write(fd, data[:cut])
+            return data.find(b"\n", start) + 1 or len(data) // 2
+        nl = data.find(b"\n")
+        return max(1, (nl if nl > 0 else len(data)) // 2)
+
+    return cut
+
+
+def stall(writer: RolloutWriter, how: str, after: int, out: TextIO) -> None:
+    """Make the worker's ``after + 1``-th batch write write part of its data, then hang."""
+    stalled = stall_writes(writer, after=after, cut=stall_cut(how))
+
+    def report() -> None:
+        stalled.wait()
         out.write("STALLED\n")
         out.flush()
-        time.sleep(3600)
+
+    threading.Thread(target=report, daemon=True).start()
+
+
+def stall_create(how: str, out: TextIO) -> None:
+    """Make ``create`` write part of its session_meta line, then hang (a kill inside create)."""
+    import ledger.writer as writer_module
+
+    real = writer_module.writev_all
+    cut = stall_cut(how)
+
+    def write(fd: int, buffers: list[bytes]) -> int:
+        data = b"".join(buffers)
+        real(fd, [data[: cut(data)]])
+        out.write("STALLED\n")
+        out.flush()
+        threading.Event().wait()
         raise OSError("unreachable")
 
-    os.write = write
+    writer_module.writev_all = write  # type: ignore[assignment]
 
 
 def main(argv: list[str]) -> int:
-    mode, where, seed_text, start_text, *stall = argv
+    mode, where, seed_text, start_text, *stall_at = argv
     seed, index = int(seed_text), int(start_text)
     out = sys.stdout
-    if stall:
-        how, _, after = stall[0].partition(":")
-        stall_writes(how, int(after), out)
     # Every durability level must survive a kill of the process; without fsync (OS) the loop
     # is faster, so more kills land inside a write.
     durability = (Durability.OS, Durability.BATCH, Durability.DRAIN)[(seed + index) % 3]
+    if mode == "create" and stall_at and stall_at[0].endswith(":0"):
+        stall_create(stall_at[0].partition(":")[0], out)
+        stall_at = []
     if mode == "create":
         writer = RolloutWriter.create(
             where, session_id=f"kill-{seed}", agent_name="victim", durability=durability
         )
     else:
         writer = RolloutWriter.open(where, durability=durability)
+    if stall_at:
+        how, _, after = stall_at[0].partition(":")
+        stall(writer, how, int(after), out)
     out.write(f"PATH {writer.path}\n")
     out.flush()
     rng = random.Random(seed * 7919 + index)  # noqa: S311 - test data, not secrets

@@ -16,6 +16,7 @@ from click.testing import CliRunner, Result
 
 from ledger import RolloutWriter, StopKind, json_schema, rollout_filename, with_delegation_id
 from ledger.messages import Message, Reasoning, ToolCall
+from ledger.testing import abandon
 from replay import read_replay
 from replay._cli_paths import CliError, parse_since, resolve_root, resolve_target
 from replay._cli_render import pair_tool_outputs
@@ -393,7 +394,8 @@ def test_verify_strict_fails_a_session_without_checkpoint(tmp_path: Path) -> Non
     """A session with no checkpoint is 'unverified': exit 0, but 1 with --strict."""
     w = RolloutWriter.create(tmp_path, session_id="running")
     w.append(Message(role="user", content="hello"))
-    w.close()
+    w.drain()
+    abandon(w)  # killed before its first stop
     result = run("verify", "running", root=tmp_path)
     assert result.exit_code == 0
     assert result.stdout.startswith("UNVERIFIED")

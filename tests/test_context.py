@@ -12,6 +12,7 @@ import pytest
 from ledger import (
     current_delegation_id,
     current_rollout_session_id,
+    delegation_coordinates,
     with_delegation_id,
     with_rollout_session_id,
 )
@@ -56,7 +57,18 @@ def test_empty_means_no_coordinates(empty: str | None) -> None:
     with with_delegation_id("outer"), with_rollout_session_id("p"):
         with with_delegation_id(empty), with_rollout_session_id(empty):
             assert _both() == (None, None)
+            assert delegation_coordinates() == ("", "")
         assert _both() == ("outer", "p")
+
+
+@pytest.mark.parametrize("bad", [7, b"call", 1.5, ["c"], object()])
+def test_coordinates_of_another_type_are_refused(bad: object) -> None:
+    """A delegation id or parent session id that is not a str is refused at once (D8)."""
+    with pytest.raises(TypeError, match="must be a str"), with_delegation_id(bad):  # type: ignore[arg-type]
+        pass
+    with pytest.raises(TypeError, match="must be a str"), with_rollout_session_id(bad):  # type: ignore[arg-type]
+        pass
+    assert delegation_coordinates() == (None, None)
 
 
 def test_asyncio_tasks_inherit_and_isolate() -> None:

@@ -26,6 +26,7 @@ EXPECTED: dict[StopKind, tuple[Tier, bool]] = {
     StopKind.FAILED: (Tier.HAND_OFF, False),
     StopKind.ERROR: (Tier.HAND_OFF, False),
     StopKind.INTERRUPTED: (Tier.INTERRUPTED, False),
+    StopKind.CLOSED: (Tier.CLOSED, False),
     StopKind.MAX_TURNS: (Tier.LIMIT_REACHED, False),
     StopKind.BUDGET_EXHAUSTED: (Tier.LIMIT_REACHED, False),
 }

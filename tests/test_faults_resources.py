@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from ledger import DegradationKind, Message, Reasoning, Role, StopKind
+from ledger.testing import hold
 from ledger.writer import RolloutWriter, WriterError, WriterFailedError
 from replay import read_replay, read_stop_facts
 
@@ -53,7 +54,15 @@ class Faults:
         self.inode = path.stat().st_ino
 
     def fail(self, name: str, err: int, *, after: int = 0, partial: int = 0) -> None:
-        """Make ``os.<name>`` on the target fail with ``err`` after ``after`` good calls."""
+        """Make ``os.<name>`` on the target fail with ``err`` after ``after`` good calls.
+
+        ``write`` covers ``writev`` too: the writer writes a batch with one ``writev``.
+        """
+        if name == "write":
+            self._install("writev", err, after, partial)
+        self._install(name, err, after, partial)
+
+    def _install(self, name: str, err: int, after: int, partial: int) -> None:
         self.plans[name] = {"err": err, "after": after, "partial": partial}
         self.calls[name] = 0
         real = getattr(os, name)
@@ -69,6 +78,10 @@ class Faults:
                 n = real(fd, bytes(args[0])[: plan["partial"]])
                 plan["partial"] = 0
                 return n
+            if name == "writev" and plan["partial"]:
+                data = b"".join(bytes(b) for b in args[0])[: plan["partial"]]
+                plan["partial"] = 0
+                return real(fd, [data])
             raise OSError(plan["err"], os.strerror(plan["err"]))
 
         self.monkeypatch.setattr(os, name, wrapper)
@@ -93,8 +106,9 @@ def faults(monkeypatch: pytest.MonkeyPatch) -> Iterator[Faults]:
 
 
 def held(writer: RolloutWriter) -> RolloutWriter:
-    """Hold the writer's worker (its test seam) so queued records are written only by a drain."""
-    writer._hold = True
+    """Hold the writer's worker (for its whole life) so queued records are written only by a
+    drain."""
+    hold(writer).__enter__()
     return writer
 
 

@@ -19,6 +19,7 @@ from ledger import (
     ToolCall,
     encode_line,
 )
+from ledger.testing import abandon
 from ledger.writer import RolloutWriter
 from replay import Replay, ReplayTooLarge, estimate_tokens, read_replay, resume_eligibility
 from replay.replay import BYTES_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS
@@ -429,14 +430,15 @@ def test_writer_pause_resume_stop_last_checkpoint_wins(tmp_path: Path) -> None:
 
 
 def test_writer_resumed_then_killed(tmp_path: Path) -> None:
-    """Reopened and closed without a stop: the records after the checkpoint are flagged."""
+    """Reopened and killed without a stop: the records after the checkpoint are flagged."""
     with RolloutWriter.create(tmp_path) as w:
         for m in conversation(1):
             w.append(m)
         w.stop(StopKind.PAUSED)
     w2 = RolloutWriter.open(w.path)
     w2.append(Message(role="user", content="one more thing"))
-    w2.close()
+    w2.drain()
+    abandon(w2)
     rep = read_replay(w.path)
     assert not rep.verified
     assert DegradationKind.AFTER_CHECKPOINT in kinds(rep)

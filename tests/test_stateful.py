@@ -13,7 +13,7 @@ the ones whose every line reached the file.
 
 from __future__ import annotations
 
-import os
+import contextlib
 import shutil
 import tempfile
 from pathlib import Path
@@ -29,6 +29,7 @@ from hypothesis.stateful import (
 )
 
 from ledger import DegradationKind, Message, Role, StopKind
+from ledger.testing import abandon, hold
 from ledger.writer import Durability, RolloutWriter
 from replay import read_replay, read_stop_facts, resume_eligibility
 from strategies import messages
@@ -38,22 +39,6 @@ REPLAYABLE = frozenset({StopKind.PAUSED, StopKind.CANCELLED})
 # Assistant messages (which carry reasoning, several records each) half the time, so that a
 # crash often lands inside one message's records.
 turns = messages(roles=st.sampled_from([Role.ASSISTANT, Role.ASSISTANT, Role.USER, Role.TOOL]))
-
-
-def abandon(writer: RolloutWriter) -> list[bytes]:
-    """Crash ``writer``: take what is queued, stop its worker, close its file without draining.
-
-    Returns the queued lines (each ending in ``\\n``): what a killed process was about to write.
-    """
-    with writer._cond:
-        lines = [x if x.endswith(b"\n") else x + b"\n" for x in writer._queue]
-        writer._queue.clear()
-        writer._closing = True
-        writer._cond.notify_all()
-    writer._worker.join()
-    writer._closed = True
-    os.close(writer._fd)
-    return lines
 
 
 class WriterMachine(RuleBasedStateMachine):
@@ -70,17 +55,20 @@ class WriterMachine(RuleBasedStateMachine):
         self.last_stop: StopKind | None = None
         self.after_stop = False
         self.compactions = 0
+        # Whether close() owes a stop point (ADR 0053): a new writer, or records since a stop.
+        self.unstopped = False
+        self.holds = contextlib.ExitStack()
 
     @initialize()
     def create(self) -> None:
         self.writer = self._hold(
             RolloutWriter.create(self.dir, agent_name="model", durability=Durability.OS)
         )
+        self.unstopped = True
 
-    @staticmethod
-    def _hold(writer: RolloutWriter) -> RolloutWriter:
-        writer._hold = True
-        return writer
+    def _hold(self, writer: RolloutWriter) -> RolloutWriter:
+        # Held for the writer's whole life: queued records reach the file only by a drain.
+        return self.holds.enter_context(hold(writer))
 
     @property
     def w(self) -> RolloutWriter:
@@ -109,6 +97,7 @@ class WriterMachine(RuleBasedStateMachine):
         for message in batch:
             self.w.append(message)
             self.queued.append(("append", (message,), 1 + len(message.reasoning)))
+        self.unstopped = True
 
     @rule()
     def drain(self) -> None:
@@ -119,6 +108,7 @@ class WriterMachine(RuleBasedStateMachine):
     def compact(self, kept: list[Message]) -> None:
         self.w.compacted(kept, summary="compacted")
         self.queued.append(("compact", tuple(kept), 1))
+        self.unstopped = True
 
     @rule(kind=st.sampled_from(StopKind))
     def stop(self, kind: StopKind) -> None:
@@ -126,11 +116,16 @@ class WriterMachine(RuleBasedStateMachine):
         self._written()
         self.last_stop = kind
         self.after_stop = False
+        self.unstopped = False
 
     @rule()
     def reopen(self) -> None:
         self.w.close()
         self._written()
+        if self.unstopped:  # close() wrote a stop point of its own
+            self.last_stop = StopKind.CLOSED
+            self.after_stop = False
+            self.unstopped = False
         self.writer = self._hold(RolloutWriter.open(self.w.path, durability=Durability.OS))
         assert self.writer.repair is None
 
@@ -161,6 +156,7 @@ class WriterMachine(RuleBasedStateMachine):
         clean = not tail and written in starts
         self._written(written)
         self.writer = self._hold(RolloutWriter.open(path, durability=Durability.OS))
+        self.unstopped = False
         if clean:
             assert self.writer.repair is None
         else:
@@ -208,6 +204,7 @@ class WriterMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         if self.writer is not None and not self.writer.closed:
             self.writer.close()
+        self.holds.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

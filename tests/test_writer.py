@@ -43,21 +43,15 @@ from ledger import (
 )
 from ledger.damage import DegradationKind
 from ledger.reader import rebuild
-from writer_contract import WriterContract, conversation, read_records
+from ledger.testing import abandon, fail_writes, hold, intercept_writes, wait_failed
+from ledger.testing.contract import WriterContract, conversation, read_records
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 
-@contextlib.contextmanager
-def held(writer: RolloutWriter) -> Iterator[None]:
+def held(writer: RolloutWriter) -> contextlib.AbstractContextManager[RolloutWriter]:
     """Hold the worker: it writes nothing until a drain asks for it."""
-    writer._hold = True
-    try:
-        yield
-    finally:
-        with writer._cond:
-            writer._hold = False
-            writer._cond.notify_all()
+    return hold(writer)
 
 
 class TestRolloutWriterContract(WriterContract):
@@ -194,17 +188,14 @@ def test_an_existing_file_is_never_clobbered(
 def test_each_batch_is_one_write_of_at_most_32_records(
     writer: RolloutWriter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Queued records go out in single os.write calls of at most 32 lines each."""
-    real_write = os.write
+    """Queued records go out in single batch writes of at most 32 lines each."""
     sizes: list[int] = []
 
-    def counting_write(fd: int, data: Any) -> int:
-        if fd == writer._fd:
-            sizes.append(bytes(data).count(b"\n"))
-        return real_write(fd, data)
+    def counting_write(fd: int, buffers: list[bytes], real: Any) -> int:
+        sizes.append(b"".join(buffers).count(b"\n"))
+        return int(real(fd, buffers))
 
-    monkeypatch.setattr(os, "write", counting_write)
-    with held(writer):
+    with intercept_writes(writer, counting_write), held(writer):
         for i in range(100):
             writer.append(user(i))
         writer.drain()
@@ -214,15 +205,16 @@ def test_each_batch_is_one_write_of_at_most_32_records(
 def test_partial_os_writes_are_completed(
     writer: RolloutWriter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """When os.write writes only part of a batch, the rest follows; nothing is lost."""
-    real_write = os.write
+    """When the system writes only part of a batch, the rest follows; nothing is lost."""
+    real_writev = os.writev
+    inode = writer.path.stat().st_ino
 
-    def short_write(fd: int, data: Any) -> int:
-        if fd == writer._fd:
-            return real_write(fd, bytes(data)[:7])
-        return real_write(fd, data)
+    def short_writev(fd: int, buffers: Any) -> int:
+        if os.fstat(fd).st_ino == inode:
+            return real_writev(fd, [bytes(buffers[0])[:7]])
+        return real_writev(fd, buffers)
 
-    monkeypatch.setattr(os, "write", short_write)
+    monkeypatch.setattr(os, "writev", short_writev)
     for i in range(40):
         writer.append(user(i))
     writer.drain()
@@ -241,9 +233,10 @@ def test_durability_decides_when_to_fsync(
     w = RolloutWriter.create(tmp_path, durability=durability)
     calls: list[int] = []
     real_fsync = os.fsync
+    inode = w.path.stat().st_ino
 
     def counting_fsync(fd: int) -> None:
-        if fd == w._fd:
+        if os.fstat(fd).st_ino == inode:
             calls.append(fd)
         real_fsync(fd)
 
@@ -253,6 +246,7 @@ def test_durability_decides_when_to_fsync(
             w.append(user(i))
         w.drain()
     assert len(calls) == expected
+    monkeypatch.undo()
     w.close()
 
 
@@ -317,10 +311,12 @@ def test_a_writer_in_another_process_is_refused(writer: RolloutWriter) -> None:
 
 
 def make_rollout(directory: Path, n: int) -> Path:
+    """A rollout of ``n`` user messages whose writer was killed after writing them all."""
     w = RolloutWriter.create(directory, durability=Durability.OS)
     for i in range(n):
         w.append(user(i))
-    w.close()
+    w.drain()
+    abandon(w)
     return w.path
 
 
@@ -334,7 +330,7 @@ def test_open_a_file_without_session_meta_is_refused(tmp_path: Path) -> None:
     """A file that does not start a session cannot be continued."""
     path = tmp_path / "x.jsonl"
     path.write_bytes(b"")
-    with pytest.raises(WriterError, match="no session_meta"):
+    with pytest.raises(WriterError, match="is not a rollout this library can continue"):
         RolloutWriter.open(path)
 
 
@@ -403,23 +399,6 @@ def test_a_clean_file_needs_no_repair(tmp_path: Path) -> None:
 # --- errors are not lost ----------------------------------------------------------------------
 
 
-def failing_write(monkeypatch: pytest.MonkeyPatch, fd: int, err: int, partial: int = 0) -> None:
-    """Make os.write on ``fd`` write ``partial`` bytes then fail with ``err`` from then on."""
-    real_write = os.write
-    state = {"partial": partial}
-
-    def fake(target: int, data: Any) -> int:
-        if target != fd:
-            return real_write(target, data)
-        if state["partial"]:
-            n = real_write(target, bytes(data)[: state["partial"]])
-            state["partial"] = 0
-            return n
-        raise OSError(err, os.strerror(err))
-
-    monkeypatch.setattr(os, "write", fake)
-
-
 @pytest.mark.parametrize("err", [errno.ENOSPC, errno.EACCES, errno.EIO])
 def test_a_write_error_surfaces_at_the_next_drain(
     writer: RolloutWriter, monkeypatch: pytest.MonkeyPatch, err: int
@@ -427,10 +406,10 @@ def test_a_write_error_surfaces_at_the_next_drain(
     """An I/O error in the worker is raised by the next drain, naming the file and the cause."""
     writer.append(user(0))
     writer.drain()
-    failing_write(monkeypatch, writer._fd, err)
-    writer.append(user(1))
-    with pytest.raises(WriterFailedError) as info:
-        writer.drain()
+    with fail_writes(writer, err):
+        writer.append(user(1))
+        with pytest.raises(WriterFailedError) as info:
+            writer.drain()
     assert str(writer.path) in str(info.value)
     assert os.strerror(err) in str(info.value)
     assert isinstance(info.value.__cause__, OSError)
@@ -442,14 +421,10 @@ def test_a_write_error_surfaces_at_every_entry_point(
     writer: RolloutWriter, monkeypatch: pytest.MonkeyPatch, then: str
 ) -> None:
     """After a failed write, append, drain, stop and close each raise WriterFailedError."""
-    failing_write(monkeypatch, writer._fd, errno.ENOSPC)
-    writer.append(user(0))
-    # Wait for the worker to fail without draining (drain would be the entry point itself).
-    with writer._cond:
-        writer._flush_wanted = writer._enqueued
-        writer._cond.notify_all()
-        while writer._error is None:
-            writer._cond.wait()
+    with fail_writes(writer):
+        writer.append(user(0))
+        # Wait for the worker to fail without draining (drain would be the entry point itself).
+        wait_failed(writer)
     actions = {
         "append": lambda: writer.append(user(1)),
         "drain": writer.drain,
@@ -468,12 +443,11 @@ def test_a_partial_write_before_an_error_is_cut_back(
         writer.append(user(i))
     writer.drain()
     good = writer.path.read_bytes()
-    failing_write(monkeypatch, writer._fd, errno.ENOSPC, partial=10)
-    for i in range(3, 6):
-        writer.append(user(i))
-    with pytest.raises(WriterFailedError, match="not written"):
-        writer.drain()
-    monkeypatch.undo()
+    with fail_writes(writer, partial=10):
+        for i in range(3, 6):
+            writer.append(user(i))
+        with pytest.raises(WriterFailedError, match="not written"):
+            writer.drain()
     assert writer.path.read_bytes() == good
     state = rebuild(writer.path)
     assert state.messages == tuple(user(i) for i in range(3))
@@ -582,15 +556,48 @@ def test_keyboard_interrupt_is_recorded_as_interrupted(tmp_path: Path) -> None:
     assert terminal.kind is StopKind.INTERRUPTED
 
 
-def test_normal_exit_without_stop_only_closes(tmp_path: Path) -> None:
-    """Leaving the block normally writes no stop point the caller did not choose."""
+def test_normal_exit_without_stop_records_closed(tmp_path: Path) -> None:
+    """Leaving the block normally without stop() records a stop point of kind CLOSED (ADR 0053):
+    told apart from a kill, and never a kind the caller did not choose (paused, completed)."""
     with RolloutWriter.create(tmp_path) as w:
         w.append(user(0))
     assert w.closed
     state = rebuild(w.path)
     assert state.messages == (user(0),)
-    assert state.checkpoint is None
-    assert state.terminal is None
+    assert state.checkpoint is not None
+    assert state.checkpoint.message_count == 1
+    assert state.terminal is not None
+    assert state.terminal.kind == StopKind.CLOSED
+
+
+def test_close_after_stop_adds_nothing(tmp_path: Path) -> None:
+    """A writer stopped and then closed writes exactly one stop point."""
+    with RolloutWriter.create(tmp_path) as w:
+        w.append(user(0))
+        w.stop(StopKind.PAUSED)
+    kinds = [type(r) for r in read_records(w.path)]
+    assert kinds.count(Terminal) == 1
+
+
+def test_sys_exit_zero_in_the_block_is_not_an_error(tmp_path: Path) -> None:
+    """sys.exit(0) inside the block is a clean end: recorded as CLOSED, never as an error."""
+    w = RolloutWriter.create(tmp_path)
+    with pytest.raises(SystemExit):
+        leave_by(w, lambda: sys.exit(0))
+    state = rebuild(w.path)
+    assert state.terminal is not None
+    assert state.terminal.kind == StopKind.CLOSED
+
+
+def test_sys_exit_with_a_status_is_an_error(tmp_path: Path) -> None:
+    """sys.exit(3) inside the block is recorded as an error naming the status."""
+    w = RolloutWriter.create(tmp_path)
+    with pytest.raises(SystemExit):
+        leave_by(w, lambda: sys.exit(3))
+    state = rebuild(w.path)
+    assert state.terminal is not None
+    assert state.terminal.kind == StopKind.ERROR
+    assert "sys.exit(3)" in state.terminal.reason
 
 
 def test_an_exception_after_stop_adds_no_second_stop(tmp_path: Path) -> None:
@@ -613,8 +620,7 @@ def test_the_block_exception_wins_over_a_failed_stop(
 ) -> None:
     """If the stop point cannot be written, the block's exception propagates with a note."""
     w = RolloutWriter.create(tmp_path)
-    failing_write(monkeypatch, w._fd, errno.ENOSPC)
-    with pytest.raises(ValueError, match="boom") as info:
+    with fail_writes(w), pytest.raises(ValueError, match="boom") as info:
         leave_by(w, raiser(ValueError("boom")))
     assert any("stop point was not written" in n for n in info.value.__notes__)
     assert w.closed
@@ -689,10 +695,10 @@ def test_stop_that_cannot_read_the_file_back_writes_nothing(
     """If the file cannot be read back, stop raises, writes no half stop point, and may retry."""
     writer.append(user(0))
 
-    def unreadable(path: Any, **kwargs: Any) -> Any:
-        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+    def unreadable(f: Any, **kwargs: Any) -> Any:
+        raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(writer_module, "rebuild", unreadable)
+    monkeypatch.setattr(writer_module, "rebuild_stream", unreadable)
     with pytest.raises(WriterError, match="could not read back"):
         writer.stop(StopKind.PAUSED)
     monkeypatch.undo()
@@ -763,9 +769,11 @@ def thinker(i: int, blocks: int = 2) -> Message:
 
 def test_reasoning_left_without_its_message_is_moved_aside(tmp_path: Path) -> None:
     """Reasoning records at the end (their message never written) are cut off and kept aside."""
-    with RolloutWriter.create(tmp_path, durability=Durability.OS) as w:
-        w.append(user(0))
-        w.append(thinker(1))
+    w = RolloutWriter.create(tmp_path, durability=Durability.OS)
+    w.append(user(0))
+    w.append(thinker(1))
+    w.drain()
+    abandon(w)  # killed after the whole message: the repair below makes it look killed earlier
     lines = w.path.read_bytes().splitlines(keepends=True)
     assert len(lines) == 5  # meta, user, 2 reasoning, assistant
     w.path.write_bytes(b"".join(lines[:4]))
@@ -786,9 +794,11 @@ def test_reasoning_left_without_its_message_is_moved_aside(tmp_path: Path) -> No
 
 def test_orphan_reasoning_and_a_torn_line_go_aside_together(tmp_path: Path) -> None:
     """A torn line after orphan reasoning records is moved with them, into one sidecar."""
-    with RolloutWriter.create(tmp_path, durability=Durability.OS) as w:
-        w.append(user(0))
-        w.append(thinker(1))
+    w = RolloutWriter.create(tmp_path, durability=Durability.OS)
+    w.append(user(0))
+    w.append(thinker(1))
+    w.drain()
+    abandon(w)  # killed after the whole message: the repair below makes it look killed earlier
     lines = w.path.read_bytes().splitlines(keepends=True)
     torn = lines[4][:20]
     w.path.write_bytes(b"".join(lines[:4]) + torn)
@@ -805,10 +815,10 @@ def test_orphan_reasoning_and_a_torn_line_go_aside_together(tmp_path: Path) -> N
 def test_a_failed_create_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """If the session_meta cannot be written, create raises and removes the file it made."""
 
-    def no_space(fd: int, data: bytes) -> None:
+    def no_space(fd: int, buffers: list[bytes]) -> int:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(writer_module, "_write_all", no_space)
+    monkeypatch.setattr(writer_module, "writev_all", no_space)
     with pytest.raises(OSError, match="No space left"):
         RolloutWriter.create(tmp_path)
     assert list(tmp_path.iterdir()) == []

@@ -15,10 +15,11 @@ from ledger.codec import (
 from ledger.context import (
     current_delegation_id,
     current_rollout_session_id,
+    delegation_coordinates,
     with_delegation_id,
     with_rollout_session_id,
 )
-from ledger.damage import Degradation, DegradationKind
+from ledger.damage import Degradation, DegradationKind, is_damage
 from ledger.digest import checkpoint_digest
 from ledger.memory import ConversationMemory, MemoryWireError, MessageSink
 from ledger.messages import (
@@ -57,6 +58,7 @@ from ledger.reducer import ReplayState, apply, fold
 from ledger.schema import json_schema
 from ledger.writer import (
     Durability,
+    ReadBackError,
     RolloutExistsError,
     RolloutWriter,
     TailRepair,
@@ -87,6 +89,7 @@ __all__ = [
     "Reasoning",
     "ReasoningKind",
     "ReasoningRecord",
+    "ReadBackError",
     "Record",
     "RecordDecodeError",
     "ReplayState",
@@ -109,10 +112,12 @@ __all__ = [
     "checkpoint_digest",
     "current_delegation_id",
     "current_rollout_session_id",
+    "delegation_coordinates",
     "decode_record",
     "encode_line",
     "encode_record",
     "fold",
+    "is_damage",
     "join_message",
     "json_schema",
     "message_records",

@@ -6,7 +6,7 @@ from enum import StrEnum
 
 import attrs
 
-__all__ = ["Degradation", "DegradationKind"]
+__all__ = ["Degradation", "DegradationKind", "is_damage"]
 
 
 class DegradationKind(StrEnum):
@@ -31,6 +31,30 @@ class DegradationKind(StrEnum):
     AFTER_CHECKPOINT = "after_checkpoint"
 
 
+# Inexactness that does not mean the file is damaged or was edited: a session still running or
+# resumed (no checkpoint yet, records after it), a compaction, a cap, a newer writer's records.
+# Every other kind, including kinds added later, is damage (default-deny).
+_NOT_DAMAGE = frozenset(
+    {
+        DegradationKind.NO_CHECKPOINT,
+        DegradationKind.AFTER_CHECKPOINT,
+        DegradationKind.REBUILT_FROM_COMPACTED,
+        DegradationKind.MESSAGE_CAP,
+        DegradationKind.UNKNOWN_RECORD,
+        DegradationKind.NEWER_FORMAT,
+    }
+)
+
+
+def is_damage(kind: DegradationKind | str) -> bool:
+    """Whether a degradation of this kind means the file is damaged or was edited.
+
+    The one verdict the writer (no checkpoint over damage), ``rollout verify`` and frameworks
+    share. Default-deny: a kind not known to be benign, or not known at all, is damage.
+    """
+    return kind not in _NOT_DAMAGE
+
+
 @attrs.frozen
 class Degradation:
     """One thing that could not be restored exactly: its kind, a sentence, and where."""
@@ -39,6 +63,11 @@ class Degradation:
     detail: str
     line: int | None = None
     seq: int | None = None
+
+    @property
+    def is_damage(self) -> bool:
+        """Whether this degradation means the file is damaged or was edited (:func:`is_damage`)."""
+        return is_damage(self.kind)
 
     def __str__(self) -> str:
         where = f"line {self.line}: " if self.line is not None else ""

@@ -12,8 +12,8 @@ from __future__ import annotations
 import io
 import os
 import re
-from collections.abc import Iterator, Sequence
-from typing import BinaryIO, Final
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, BinaryIO, Final
 
 import attrs
 import msgspec
@@ -25,10 +25,12 @@ from ledger.reducer import Entry, ReplayState, fold_batches
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
+    "PreadFile",
     "iter_batches",
     "iter_entries",
     "iter_file_entries",
     "rebuild",
+    "rebuild_stream",
 ]
 
 DEFAULT_MAX_LINE_BYTES: Final = 512 * 1024 * 1024
@@ -232,7 +234,7 @@ def rebuild(
     from_last_compaction: bool = False,
     checkpoint_seq: int | None = None,
 ) -> ReplayState:
-    """Rebuild the state of the whole rollout at ``path`` (the writer's terminal path uses this).
+    """Rebuild the state of the whole rollout at ``path``.
 
     With ``from_last_compaction``, the records between the first line and the last
     ``compacted`` record are not read at all: that record replaces every message before it, so
@@ -243,12 +245,86 @@ def rebuild(
     Whenever the window cannot be used safely, the whole file is folded.
     """
     with open(path, "rb") as f:
-        if from_last_compaction and initial is None:
-            state = _rebuild_window(f, max_line_bytes, checkpoint_seq)
-            if state is not None:
-                return state
-            f.seek(0)
-        return fold_batches(iter_batches(f, max_line_bytes=max_line_bytes), initial)
+        return rebuild_stream(
+            f,
+            max_line_bytes=max_line_bytes,
+            initial=initial,
+            from_last_compaction=from_last_compaction,
+            checkpoint_seq=checkpoint_seq,
+        )
+
+
+def rebuild_stream(
+    f: BinaryIO,
+    *,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    initial: ReplayState | None = None,
+    from_last_compaction: bool = False,
+    checkpoint_seq: int | None = None,
+    tap: Callable[[Sequence[Entry]], None] | None = None,
+) -> ReplayState:
+    """:func:`rebuild` over an open, seekable binary stream positioned anywhere.
+
+    ``tap``, when given, sees every batch of entries before the reducer folds it (the writer
+    checks its own records this way, in the same pass).
+    """
+
+    def batches(stream: BinaryIO, first_line: int = 1) -> Iterator[Batch]:
+        it = iter_batches(stream, max_line_bytes=max_line_bytes, first_line=first_line)
+        if tap is None:
+            return it
+        return _tapped(it, tap)
+
+    if from_last_compaction and initial is None:
+        state = _rebuild_window(f, max_line_bytes, checkpoint_seq, batches)
+        if state is not None:
+            return state
+    f.seek(0)
+    return fold_batches(batches(f), initial)
+
+
+def _tapped(it: Iterator[Batch], tap: Callable[[Sequence[Entry]], None]) -> Iterator[Batch]:
+    for batch in it:
+        tap(batch[1])
+        yield batch
+
+
+class PreadFile(io.RawIOBase):
+    """A read-only, seekable stream over a file descriptor, by positional reads only.
+
+    It never moves the descriptor's own offset, so a writer can read back the file it holds
+    (through the descriptor it writes, whatever the path now names) while it appends.
+    """
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = os.pread(self._fd, len(buffer), self._pos)
+        n = len(data)
+        buffer[:n] = data
+        self._pos += n
+        return n
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        if whence == os.SEEK_SET:
+            self._pos = offset
+        elif whence == os.SEEK_CUR:
+            self._pos += offset
+        else:
+            self._pos = os.fstat(self._fd).st_size + offset
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
 
 
 # --- the window after the last compaction ---------------------------------------------------
@@ -259,7 +335,10 @@ _SCAN_BYTES: Final = 1 << 20
 
 
 def _rebuild_window(
-    f: BinaryIO, max_line_bytes: int, checkpoint_seq: int | None
+    f: BinaryIO,
+    max_line_bytes: int,
+    checkpoint_seq: int | None,
+    batches: Callable[[BinaryIO, int], Iterator[Batch]],
 ) -> ReplayState | None:
     found = _last_compaction(f)
     if found is None:
@@ -276,7 +355,7 @@ def _rebuild_window(
     # The records skipped are accounted for by the compaction: the sequence resumes at its seq.
     state = attrs.evolve(state, last_seq=seq - 1, window_start_line=line)
     f.seek(start)
-    state = fold_batches(iter_batches(f, max_line_bytes=max_line_bytes, first_line=line), state)
+    state = fold_batches(batches(f, line), state)
     if state.compactions == 0:
         return None  # the compacted line itself was damaged: only a full fold is exact
     return state

@@ -47,6 +47,8 @@ class StopKind(StrEnum):
     MAX_TURNS = "max_turns"
     BUDGET_EXHAUSTED = "budget_exhausted"
     ERROR = "error"
+    CLOSED = "closed"
+    """The writer was closed (or its process exited) without saying how the session stopped."""
 
 
 class _Record(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, tag_field="type"):

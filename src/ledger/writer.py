@@ -1,67 +1,74 @@
 """The batched rollout writer: one file, one writer, one background worker, one terminal path.
 
 ``append`` only encodes and enqueues (it never waits for the disk); a background thread writes
-batches of at most :data:`MAX_BATCH_RECORDS` records or :data:`MAX_BATCH_DELAY` seconds,
-whichever comes first, each batch as one ``os.write`` (ADR 0021). ``drain`` returns once
-everything enqueued before it is in the file at the chosen :class:`Durability` (ADR 0020).
-``stop`` is the only place that writes a checkpoint: it drains, rebuilds the conversation from
-the whole file through the same reader and reducer replay uses, digests it with
-:func:`~ledger.digest.checkpoint_digest`, and appends the checkpoint and the terminal record
-(SPEC rules 1, 2 and 9; ADRs 0025 and 0027).
+batches (ADR 0021, :mod:`ledger.batching`). ``drain`` returns once everything enqueued before it
+is in the file at the chosen :class:`Durability` (ADR 0020). ``stop`` is the only place that
+writes a checkpoint: it drains, rebuilds the conversation from the whole file, read back
+through the descriptor the writer holds, with the reader and reducer replay uses, digests it
+with :func:`~ledger.digest.checkpoint_digest`, and appends the checkpoint and the terminal record
+(SPEC rules 1, 2 and 9; ADRs 0025 and 0027). The read-back is also the writer's check of its own
+work: a checkpoint is never written over damage or over a record that did not come back as it
+was written (ADR 0052).
+
+Lock discipline (ADR 0051): ``_op_lock`` orders the operations that assign sequence numbers;
+``_io_lock`` guards the descriptor's life, so that no drain, read-back or close ever acts on a
+descriptor another thread closed (and the system may have given to another file). Where both
+are taken, ``_op_lock`` comes first.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import fcntl
+import io
 import logging
 import os
+import stat
 import threading
-import time
 import traceback
 import uuid
-from collections import deque
-from collections.abc import Iterable, Mapping
+import weakref
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
 
-import attrs
 import msgspec
 
-from ledger.codec import (
-    RecordDecodeError,
-    decode_record,
-    encode_line,
-    encode_record,
-    message_records,
-)
-from ledger.context import current_delegation_id, current_rollout_session_id
+from ledger import locking
+from ledger.batching import MAX_BATCH_DELAY, MAX_BATCH_RECORDS, BatchQueue, writev_all
+from ledger.codec import encode_line, encode_record, message_records
+from ledger.context import delegation_coordinates
+from ledger.damage import Degradation
 from ledger.digest import checkpoint_digest
 from ledger.messages import Message, raw_json
 from ledger.naming import rollout_filename
-from ledger.reader import rebuild
+from ledger.reader import CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES, PreadFile, rebuild_stream
 from ledger.records import (
     FORMAT_VERSION,
+    RECORD_TYPES,
     AgentCheckpoint,
     Compacted,
     ErrorDetail,
     MessageRecord,
-    ReasoningRecord,
+    Record,
     SessionMeta,
     StopKind,
     Terminal,
 )
+from ledger.reducer import Entry, ReplayState
+from ledger.tail import FILE_MODE, TailRepair, check_head, repair_tail
 
 __all__ = [
     "FILE_MODE",
     "MAX_BATCH_DELAY",
     "MAX_BATCH_RECORDS",
     "Durability",
+    "ReadBackError",
     "RolloutExistsError",
     "RolloutWriter",
     "TailRepair",
@@ -70,16 +77,6 @@ __all__ = [
     "WriterError",
     "WriterFailedError",
 ]
-
-MAX_BATCH_RECORDS: Final = 32
-"""A batch never holds more records than this."""
-
-MAX_BATCH_DELAY: Final = 0.020
-"""Seconds a record may wait in the queue for its batch to fill before it is written."""
-
-FILE_MODE: Final = 0o600
-"""Rollouts hold whole conversations (prompts, tool output, secrets a tool printed): they are
-readable by their owner only, whatever the umask; widen it with ``chmod`` where that is wanted."""
 
 _META_STR_KEYS: Final = ("model", "provider", "cwd", "project")
 
@@ -131,35 +128,19 @@ class RolloutExistsError(WriterError, FileExistsError):
     """A new rollout would overwrite an existing file; rollouts are never clobbered."""
 
 
-@attrs.frozen
-class TailRepair:
-    """What :meth:`RolloutWriter.open` did to the last line left by a writer that was killed.
+class ReadBackError(WriterError):
+    """``stop`` read the file back and it does not hold what this writer wrote, or is damaged.
 
-    ``kind`` is ``"newline_added"`` (a complete record lacked only its line end),
-    ``"torn_line_moved"`` (an incomplete line was cut off the file and kept, byte for byte, in
-    ``sidecar``) or ``"orphan_reasoning_moved"`` (reasoning records whose message was never
-    written, and anything after them, were cut off and kept in ``sidecar``). ``offset`` is where
-    the cut (or the completed line) starts; ``size`` the number of bytes concerned.
+    No checkpoint was written: a ``failed`` terminal record with the same reason was appended
+    instead, so that the loss is on record and the session is never resumed as if whole.
     """
-
-    kind: str
-    offset: int
-    size: int
-    sidecar: Path | None = None
-
-    def __str__(self) -> str:
-        if self.kind == "newline_added":
-            return f"added the missing line end after the complete record at byte {self.offset}"
-        what = (
-            "an incomplete last line"
-            if self.kind == "torn_line_moved"
-            else "reasoning records left without their message"
-        )
-        return f"moved {what} ({self.size} bytes at byte {self.offset}) to {self.sidecar}"
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+_OWN_TYPES: Final = frozenset(RECORD_TYPES)
 
 
 class RolloutWriter:
@@ -176,40 +157,52 @@ class RolloutWriter:
         size: int,
         durability: Durability,
         repair: TailRepair | None = None,
+        stopped: bool = False,
     ) -> None:
+        # ``stopped``: nothing this writer must account for at close (a reopened file is left
+        # as found unless records are appended; a new one is not, ADR 0053).
         # Use create() or open(): they take the lock and write or read the session_meta.
         self._path = path
-        self._fd = fd
+        self._fd: int | None = fd
         self._session_id = session_id
         self._agent_name = agent_name
         self._durability = durability
         self._repair = repair
-        # _op_lock serialises the operations that assign sequence numbers (append, compacted,
-        # stop) so that stop's drain-rebuild-checkpoint sees no record slip in between.
+        self._pid = os.getpid()
+        self._forked = False
         self._op_lock = threading.RLock()
-        # _cond guards the queue and the counters shared with the worker.
-        self._qlock = threading.Lock()
-        self._cond = threading.Condition(self._qlock)
-        # Encoded records without their line ends; the worker frames a batch in one join.
-        self._queue: deque[bytes] = deque()
+        self._io_lock = threading.RLock()
         self._next_seq = next_seq
         self._base_seq = next_seq - 1
-        self._enqueued = 0
-        self._written = 0
-        self._good_size = size
-        self._flush_wanted = 0
-        self._closing = False
         self._closed = False
-        self._error: WriterFailedError | None = None
         self._error_raised_on_close = False
         self._stopped: Terminal | None = None
-        # A test seam: while set, the worker writes nothing until a drain asks for it, so a test
-        # can hold records in the queue deterministically.
-        self._hold = False
-        self._worker = threading.Thread(
-            target=self._run, name=f"rollout-writer:{path.name}", daemon=True
+        self._unstopped = not stopped
+        self._stop_task: asyncio.Future[Terminal] | None = None
+        # What this writer wrote since it opened the file (or since its last compaction, which
+        # is where a read-back starts): the first seq, how many records, their CRC-32.
+        self._own_first = next_seq
+        self._own_count = 0
+        self._own_crc = 0
+        self._q = BatchQueue(
+            fd,
+            name=path.name,
+            size=size,
+            fsync_each_batch=durability is Durability.BATCH,
+            fail=self._describe_failure,
         )
-        self._worker.start()
+
+    def _start(self) -> None:
+        try:
+            self._q.start()
+        except RuntimeError as exc:
+            raise WriterError(
+                f"could not start the writer thread of {self._path} ({exc}); the lock and the "
+                "file were released: free resources (threads, memory) and try again",
+                self._path,
+            ) from exc
+        locking.register(self)
+        _live.add(self)
 
     # --- construction ---------------------------------------------------------------------
 
@@ -221,24 +214,24 @@ class RolloutWriter:
         session_id: str | None = None,
         agent_name: str | None = None,
         meta: Mapping[str, Any] | None = None,
-        durability: Durability = DEFAULT_DURABILITY,
+        durability: Durability | str = DEFAULT_DURABILITY,
     ) -> Self:
         """Start a new rollout in ``directory`` and write its ``session_meta`` (seq 1).
 
-        The file is named ``<date>_<time>_<session_id>[_<agent_name>].jsonl`` and created
-        exclusively: an existing file is never overwritten. ``session_id`` defaults to a new
-        UUID. The parent session id and delegation id come from :mod:`ledger.context`. In
-        ``meta``, the keys ``model``, ``provider``, ``cwd`` and ``project`` (strings) fill the
-        fields of the same name; every other key goes, as JSON, into ``extra``.
+        The file is named ``<date>_<time>_<session_id>[_<agent_name>].jsonl`` (any framework key
+        works as ``session_id``: it is escaped in the name, ADR 0016) and created exclusively:
+        an existing file is never overwritten. ``session_id`` defaults to a new UUID. The
+        delegation coordinates come from :mod:`ledger.context`. In ``meta``, the keys
+        ``model``, ``provider``, ``cwd`` and ``project`` (strings) fill the fields of the same
+        name; every other key goes, as JSON, into ``extra``.
         """
+        durability = _durability(durability)
         if session_id is None:
             session_id = str(uuid.uuid4())
         fields, extra = _split_meta(meta)
         started_at = _now()
         name = rollout_filename(started_at, session_id, agent_name)
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / name
+        parent, delegation = delegation_coordinates()
         record = SessionMeta(
             seq=1,
             ts=started_at,
@@ -246,16 +239,21 @@ class RolloutWriter:
             session_id=session_id,
             started_at=started_at,
             agent_name=agent_name,
-            parent_session_id=current_rollout_session_id(),
-            delegation_id=current_delegation_id(),
+            parent_session_id=parent,
+            delegation_id=delegation,
             extra=extra,
             **fields,
         )
         line = encode_line(record)
+        directory = Path(directory)
+        if not os.fspath(directory):
+            raise ValueError("directory is empty: pass the directory that holds the rollouts")
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / name
         try:
             fd = os.open(
                 path,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC,
+                os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC,
                 FILE_MODE,
             )
         except FileExistsError:
@@ -264,82 +262,131 @@ class RolloutWriter:
                 "session_id or continue that session with RolloutWriter.open()",
                 path,
             ) from None
+        # The path is absolute from here on, so that a later chdir() cannot change what it names.
+        path = path.absolute()
         try:
-            _lock(fd, path)
-            _write_all(fd, line)
+            locking.acquire(fd, path, WriterBusyError)
+            writev_all(fd, [line])
             if durability is not Durability.OS:
                 os.fsync(fd)
                 _fsync_dir(directory)
+            writer = cls(
+                path=path,
+                fd=fd,
+                session_id=session_id,
+                agent_name=agent_name,
+                next_seq=2,
+                size=len(line),
+                durability=durability,
+            )
+            writer._start()
         except BaseException:
-            # The file is ours (created exclusively) and holds no complete session_meta: a
-            # half-made rollout would only show up later as a damaged session.
+            # The file is ours (created exclusively) and holds no session yet: a half-made
+            # rollout would only show up later as a damaged session.
             with contextlib.suppress(OSError):
                 path.unlink()
+            locking.release(fd)
             os.close(fd)
             raise
-        return cls(
-            path=path,
-            fd=fd,
-            session_id=session_id,
-            agent_name=agent_name,
-            next_seq=2,
-            size=len(line),
-            durability=durability,
-        )
+        return writer
 
     @classmethod
     def open(
-        cls, path: str | os.PathLike[str], *, durability: Durability = DEFAULT_DURABILITY
+        cls, path: str | os.PathLike[str], *, durability: Durability | str = DEFAULT_DURABILITY
     ) -> Self:
         """Continue the session of the existing rollout at ``path`` (resume).
 
-        Sequence numbers continue after the last complete record. What a killed writer left at
-        the end is repaired first (ADR 0022): a complete record that lacks only its line end
-        gets one; an incomplete line, and reasoning records whose message was never written,
-        are cut off and kept byte for byte in ``<name>.torn``. The repair is logged as a
-        warning and kept in :attr:`repair`.
+        Nothing is touched unless ``path`` is a regular file whose first line is a
+        ``session_meta`` this library can continue (ADR 0051). Sequence numbers continue after
+        the last complete record. What a killed writer left at the end is repaired first (ADR
+        0022): a complete record that lacks only its line end gets one; an incomplete line, and
+        reasoning records whose message was never written, are cut off and kept byte for byte
+        in a ``.torn`` sidecar. The repair is logged as a warning and kept in :attr:`repair`.
         """
+        durability = _durability(durability)
         path = Path(path)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
         except FileNotFoundError:
             raise WriterError(
                 f"{path} does not exist: start a new rollout with RolloutWriter.create()", path
             ) from None
+        path = path.absolute()
         try:
-            _lock(fd, path)
-            repair = _repair_tail(fd, path)
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise WriterError(
+                    f"{path} is not a rollout: it is not a regular file (a FIFO, device or "
+                    "directory); nothing was read or written",
+                    path,
+                )
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+            locking.acquire(fd, path, WriterBusyError)
+            head = check_head(fd)
+            if isinstance(head, str):
+                raise WriterError(
+                    f"{path} is not a rollout this library can continue: {head}; nothing was "
+                    "changed. Start a new rollout with RolloutWriter.create()",
+                    path,
+                )
+            repair = repair_tail(fd, path)
             if repair is not None:
                 log.warning("repaired the tail of %s: %s", path, repair)
                 if durability is not Durability.OS:
                     os.fsync(fd)
-            state = rebuild(path, from_last_compaction=True)
-            if state.meta is None:
-                raise WriterError(
-                    f"{path} is not a rollout: it has no session_meta record; "
-                    "start a new rollout with RolloutWriter.create()",
-                    path,
-                )
+            with io.BufferedReader(PreadFile(fd), CHUNK_BYTES) as f:
+                state = rebuild_stream(f, from_last_compaction=True)
+            assert state.meta is not None  # the head was checked above
             size = os.fstat(fd).st_size
+            writer = cls(
+                path=path,
+                fd=fd,
+                session_id=state.meta.session_id,
+                agent_name=state.meta.agent_name,
+                next_seq=(state.last_seq or 0) + 1,
+                size=size,
+                durability=durability,
+                repair=repair,
+                stopped=True,
+            )
+            writer._start()
         except BaseException:
+            locking.release(fd)
             os.close(fd)
             raise
-        return cls(
-            path=path,
-            fd=fd,
-            session_id=state.meta.session_id,
-            agent_name=state.meta.agent_name,
-            next_seq=(state.last_seq or 0) + 1,
-            size=size,
+        return writer
+
+    @classmethod
+    async def acreate(
+        cls,
+        directory: str | os.PathLike[str],
+        *,
+        session_id: str | None = None,
+        agent_name: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        durability: Durability | str = DEFAULT_DURABILITY,
+    ) -> Self:
+        """:meth:`create` without blocking the event loop (the context's coordinates go along)."""
+        return await asyncio.to_thread(
+            cls.create,
+            directory,
+            session_id=session_id,
+            agent_name=agent_name,
+            meta=meta,
             durability=durability,
-            repair=repair,
         )
+
+    @classmethod
+    async def aopen(
+        cls, path: str | os.PathLike[str], *, durability: Durability | str = DEFAULT_DURABILITY
+    ) -> Self:
+        """:meth:`open` without blocking the event loop."""
+        return await asyncio.to_thread(cls.open, path, durability=durability)
 
     # --- what a writer is ---------------------------------------------------------------------
 
     @property
     def path(self) -> Path:
-        """The rollout file."""
+        """The rollout file (absolute, as it was named when the writer was made)."""
         return self._path
 
     @property
@@ -386,11 +433,14 @@ class RolloutWriter:
 
         Sequence numbers follow the order of the calls, across threads.
         """
-        if not isinstance(message, Message):
-            raise TypeError(f"append() takes a ledger.Message, not {type(message).__name__}")
+        if type(message) is not Message:
+            raise TypeError(
+                f"append() takes a ledger.Message, not {type(message).__name__}; convert a "
+                "provider's message with ledger.providers"
+            )
         ts = _now()
         with self._op_lock:
-            self._check_open()
+            self._check_usable()
             if message.reasoning:
                 lines = [
                     encode_record(r)
@@ -400,34 +450,39 @@ class RolloutWriter:
                 # The common case, without the generator: one message, one record.
                 lines = [encode_record(MessageRecord(seq=self._next_seq, ts=ts, message=message))]
             self._enqueue(lines)
-            self._stopped = None
 
     def compacted(self, messages: Iterable[Message], summary: str | None = None) -> None:
         """Record that the conversation was compacted to ``messages`` (reasoning kept inline)."""
-        kept = tuple(messages)
-        for m in kept:
-            if not isinstance(m, Message):
-                raise TypeError(f"compacted() takes ledger.Message values, not {type(m).__name__}")
+        kept = _messages_arg(messages, "compacted()")
+        if summary is not None and not isinstance(summary, str):
+            raise TypeError(
+                f"compacted(summary=...) takes a str or None, not {type(summary).__name__}"
+            )
         with self._op_lock:
-            self._check_open()
+            self._check_usable()
             record = Compacted(seq=self._next_seq, ts=_now(), messages=kept, summary=summary)
-            self._enqueue([encode_record(record)])
-            self._stopped = None
+            line = encode_record(record)
+            # A read-back starts at the last compaction: count this writer's records from here.
+            self._own_first, self._own_count, self._own_crc = self._next_seq, 0, 0
+            self._enqueue([line])
 
     def _enqueue(self, lines: list[bytes]) -> None:
         # Caller holds _op_lock, so sequence numbers and queue order agree.
-        n = len(lines)
-        with self._qlock:
-            queue = self._queue
-            before = len(queue)
-            queue.extend(lines)
-            self._enqueued += n
-            # Wake the worker only when it may be waiting for this: the queue was empty, or
-            # it just reached a full batch. Notifying on every append costs more than the
-            # append itself once the worker lags behind.
-            if before == 0 or before < MAX_BATCH_RECORDS <= before + n:
-                self._cond.notify()
-        self._next_seq += n
+        crc = self._own_crc
+        for line in lines:
+            if len(line) > DEFAULT_MAX_LINE_BYTES:
+                raise ValueError(
+                    f"this record encodes to {len(line)} bytes, over the {DEFAULT_MAX_LINE_BYTES}"
+                    f"-byte line limit of the reader, which would skip it; nothing was written "
+                    "(shorten the content, or store large outputs elsewhere and refer to them)"
+                )
+            crc = zlib.crc32(line, crc)
+        self._q.put(lines)
+        self._own_crc = crc
+        self._own_count += len(lines)
+        self._next_seq += len(lines)
+        self._stopped = None
+        self._unstopped = True
 
     # --- drain --------------------------------------------------------------------------------
 
@@ -435,112 +490,200 @@ class RolloutWriter:
         """Return once every record enqueued before this call is in the file.
 
         With :attr:`Durability.DRAIN` (the default) the file is also ``fsync``-ed. Raises
-        :class:`WriterFailedError` if the worker could not write.
+        :class:`WriterFailedError` if the worker could not write, :class:`WriterClosedError`
+        once the writer is closed (even when the close happens while the drain waits).
         """
-        self._check_open()
-        self._drain()
+        with self._io_lock:
+            self._check_usable()
+            self._drain_locked()
 
-    def _drain(self) -> None:
-        cond = self._cond
-        with cond:
-            target = self._enqueued
-            if self._written < target and self._error is None:
-                self._flush_wanted = max(self._flush_wanted, target)
-                cond.notify_all()
-                while self._written < target and self._error is None:
-                    # The timeout only guards against a worker that died without reporting
-                    # (it catches every Exception, so only an interpreter shutdown does that).
-                    if not cond.wait(1.0) and not self._worker.is_alive():
-                        self._error = WriterFailedError(
-                            f"the writer thread of {self._path} is gone; records after seq "
-                            f"{self._base_seq + self._written} were not written",
-                            self._path,
-                        )
-            error = self._error
+    def _drain_locked(self) -> None:
+        # Caller holds _io_lock: the descriptor stays open until this returns.
+        error = self._q.wait_written()
         if error is not None:
             raise error
+        fd = self._fd
+        assert fd is not None
         try:
             if self._durability is Durability.DRAIN:
-                os.fsync(self._fd)
-            if os.fstat(self._fd).st_nlink == 0:
-                raise FileNotFoundError(errno.ENOENT, "the file was removed while being written")
+                os.fsync(fd)
+            if os.fstat(fd).st_nlink == 0:
+                raise FileNotFoundError(2, "the file was removed while being written")
         except OSError as exc:
-            raise self._fail(exc) from exc
+            raise self._fail_now(exc) from exc
 
     # --- the terminal path --------------------------------------------------------------------
 
     def stop(
         self,
-        kind: StopKind,
+        kind: StopKind | str,
         reason: str = "",
         error: ErrorDetail | BaseException | None = None,
     ) -> Terminal:
         """Write the stop point: drain, checkpoint the conversation rebuilt from the file, and
         the terminal record; drain again. Returns the terminal record written.
 
-        The checkpoint digest is computed over the messages rebuilt from the *whole file* by
-        the reader and reducer replay uses (never an in-memory list), after a drain, so that
-        it covers every record written before it. Can run again after more appends (resume):
-        the last checkpoint wins.
+        The checkpoint digest is computed over the messages rebuilt from the *whole file*, read
+        back through the descriptor this writer holds, by the reader and reducer replay uses
+        (never an in-memory list), after a drain. When that read-back reports damage, or does
+        not give back every record this writer wrote as it wrote it, no checkpoint is written: a
+        ``failed`` terminal record says why and :class:`ReadBackError` is raised. Can run again
+        after more appends (resume): the last checkpoint wins.
         """
         kind = _stop_kind(kind)
         if not isinstance(reason, str):
-            raise TypeError(f"reason must be a str, not {type(reason).__name__}")
+            raise TypeError(f"stop(reason=...) takes a str, not {type(reason).__name__}")
         detail = _error_detail(error)
         with self._op_lock:
-            self._check_open()
-            self._drain()
-            try:
-                state = rebuild(self._path, from_last_compaction=True)
-            except OSError as exc:
-                raise WriterError(
-                    f"could not read back {self._path} to checkpoint it ({exc}); nothing was "
-                    "written for this stop: fix the cause and call stop() again",
+            self._check_usable()
+            with self._io_lock:
+                self._drain_locked()
+                try:
+                    state, problem = self._read_back()
+                except OSError as exc:
+                    raise WriterError(
+                        f"could not read back {self._path} to checkpoint it ({exc}); nothing "
+                        "was written for this stop: fix the cause and call stop() again",
+                        self._path,
+                    ) from exc
+                ts = _now()
+                if problem is None:
+                    terminal = Terminal(
+                        seq=self._next_seq + 1,
+                        ts=ts,
+                        stop_kind=kind.value,
+                        reason=reason,
+                        error=detail,
+                    )
+                    checkpoint = AgentCheckpoint(
+                        seq=self._next_seq,
+                        ts=ts,
+                        digest=checkpoint_digest(state.messages),
+                        message_count=len(state.messages),
+                    )
+                    lines = [encode_record(checkpoint), encode_record(terminal)]
+                else:
+                    terminal = Terminal(
+                        seq=self._next_seq,
+                        ts=ts,
+                        stop_kind=StopKind.FAILED.value,
+                        reason=f"no checkpoint: {problem} (asked to stop as {kind}: {reason})",
+                        error=ErrorDetail(type="ReadBackError", message=problem),
+                    )
+                    lines = [encode_record(terminal)]
+                self._enqueue(lines)
+                self._drain_locked()
+                self._stopped = terminal
+                self._unstopped = False
+            if problem is not None:
+                raise ReadBackError(
+                    f"{self._path}: {problem}; a failed terminal record was written instead of a "
+                    "checkpoint: the session is not resumable as-is (replay it to see the damage, "
+                    "or hand off)",
                     self._path,
-                ) from exc
-            ts = _now()
-            checkpoint = AgentCheckpoint(
-                seq=self._next_seq,
-                ts=ts,
-                digest=checkpoint_digest(state.messages),
-                message_count=len(state.messages),
-            )
-            terminal = Terminal(
-                seq=self._next_seq + 1, ts=ts, stop_kind=kind.value, reason=reason, error=detail
-            )
-            self._enqueue([encode_record(checkpoint), encode_record(terminal)])
-            self._drain()
-            self._stopped = terminal
+                )
             return terminal
+
+    def _read_back(self) -> tuple[ReplayState, str | None]:
+        """Rebuild the file through our descriptor and check this writer's records in it."""
+        first, want_count, want_crc = self._own_first, self._own_count, self._own_crc
+        got = [0, 0]  # records of ours read back, their CRC-32 re-encoded
+
+        def tap(entries: Sequence[Entry]) -> None:
+            for entry in entries:
+                if type(entry) in _OWN_TYPES:
+                    record: Record = entry  # type: ignore[assignment]
+                    if record.seq >= first:
+                        got[0] += 1
+                        got[1] = zlib.crc32(encode_record(record), got[1])
+
+        assert self._fd is not None
+        with io.BufferedReader(PreadFile(self._fd), CHUNK_BYTES) as f:
+            state = rebuild_stream(f, from_last_compaction=True, tap=tap)
+        damage = [d for d in state.degraded if d.is_damage]
+        if damage:
+            return state, _describe_damage(damage)
+        if state.last_seq != self._next_seq - 1:
+            return state, (
+                f"the file read back ends at seq {state.last_seq}, but this writer wrote up to "
+                f"seq {self._next_seq - 1}"
+            )
+        if (got[0], got[1]) != (want_count, want_crc):
+            return state, (
+                f"the {want_count} record(s) this writer wrote from seq {first} did not come "
+                f"back as written ({got[0]} read back, content differs): a value was lost "
+                "between encoding and decoding"
+            )
+        return state, None
 
     # --- closing ------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Drain, stop the worker and release the lock. Idempotent.
+        """Stop the worker and release the lock and the file. Idempotent.
 
-        Raises :class:`WriterFailedError` (once) if a write failed and was not reported yet;
-        the lock and the file are released either way.
+        Records appended since the last stop are not left looking like a kill: they get a stop
+        point of kind :attr:`StopKind.CLOSED` first (ADR 0053). Raises
+        :class:`WriterFailedError` (once) if a write failed; the lock and the file are released
+        either way. In a child process forked while the writer was
+        open, ``close`` does nothing: the parent still owns the file (ADR 0051).
         """
+        if self._forked:
+            return
         with self._op_lock:
             if self._closed:
                 return
-            pending: WriterFailedError | None = None
-            try:
-                self._drain()
-            except WriterFailedError as exc:
-                pending = exc
-            with self._cond:
-                self._closing = True
-                self._cond.notify_all()
-            self._worker.join()
-            self._closed = True
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-            finally:
-                os.close(self._fd)
-            if pending is not None and not self._error_raised_on_close:
+            pending: BaseException | None = None
+            if self._unstopped and self._q.error is None:
+                try:
+                    self.stop(StopKind.CLOSED, reason="closed without stop()")
+                except WriterError as exc:
+                    pending = exc
+            with self._io_lock:
+                try:
+                    self._drain_locked()
+                except WriterError as exc:
+                    pending = pending or exc
+                self._q.join()
+                self._release()
+            _live.discard(self)
+            if (
+                isinstance(pending, WriterFailedError) and not self._error_raised_on_close
+            ) or isinstance(pending, ReadBackError):
                 self._error_raised_on_close = True
                 raise pending
+
+    def _release(self) -> None:
+        # Caller holds _io_lock.
+        fd, self._fd = self._fd, None
+        self._closed = True
+        if fd is not None:
+            locking.release(fd)
+            os.close(fd)
+
+    def _forget_after_fork(self) -> None:
+        # In a forked child (only this thread runs): drop our copy of the descriptor without
+        # unlocking, so the parent's lock stays held by the parent alone and ends with it.
+        self._forked = True
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def _abandon(self) -> list[bytes]:
+        """Stop as a killed process would: nothing queued is written, no stop point, no unlock.
+
+        The descriptor is closed (which releases the lock, as the death of the process would).
+        Returns the encoded records that were still queued. For tests of recovery
+        (:mod:`ledger.testing`), never for production use.
+        """
+        with self._io_lock:
+            lines = self._q.take_all()
+            fd, self._fd = self._fd, None
+            self._closed = True
+            if fd is not None:
+                os.close(fd)
+        _live.discard(self)
+        return lines
 
     def __enter__(self) -> Self:
         return self
@@ -552,23 +695,26 @@ class RolloutWriter:
         tb: TracebackType | None,
     ) -> None:
         # ADR 0023: leaving by an exception records it as the stop point, unless the block
-        # already stopped; leaving normally only closes (the caller says how a session stops).
-        if exc is not None and self._stopped is None and not self._closed:
-            try:
-                self.stop(_exit_kind(exc), reason=_exit_reason(exc), error=exc)
-            except Exception as stop_exc:  # the block's own exception must win
-                log.error("could not record the stop point of %s: %s", self._path, stop_exc)
-                exc.add_note(f"rollout {self._path}: the stop point was not written: {stop_exc}")
-                with contextlib.suppress(WriterError):
-                    self.close()
+        # already stopped; leaving normally closes (which records CLOSED if not stopped).
+        if self._forked:
+            return
+        with self._op_lock:
+            stopped = self._stopped is not None or not self._unstopped
+            if exc is not None and not _clean_exit(exc) and not stopped and not self._closed:
+                try:
+                    self.stop(_exit_kind(exc), reason=_exit_reason(exc), error=exc)
+                except Exception as stop_exc:  # the block's own exception must win
+                    log.error("could not record the stop point of %s: %s", self._path, stop_exc)
+                    exc.add_note(
+                        f"rollout {self._path}: the stop point was not written: {stop_exc}"
+                    )
+            if exc is None:
+                self.close()
                 return
-        if exc is not None:
             try:
                 self.close()
             except WriterError as close_exc:
                 exc.add_note(f"rollout {self._path}: closing failed: {close_exc}")
-            return
-        self.close()
 
     # --- asyncio ------------------------------------------------------------------------------
 
@@ -578,12 +724,18 @@ class RolloutWriter:
 
     async def astop(
         self,
-        kind: StopKind,
+        kind: StopKind | str,
         reason: str = "",
         error: ErrorDetail | BaseException | None = None,
     ) -> Terminal:
-        """:meth:`stop` without blocking the event loop."""
-        return await asyncio.to_thread(self.stop, kind, reason, error)
+        """:meth:`stop` without blocking the event loop.
+
+        Cancelling the caller does not cancel the stop: it completes, and ``async with`` waits
+        for it rather than writing a second stop point (ADR 0051).
+        """
+        task = asyncio.ensure_future(asyncio.to_thread(self.stop, kind, reason, error))
+        self._stop_task = task
+        return await asyncio.shield(task)
 
     async def aclose(self) -> None:
         """:meth:`close` without blocking the event loop."""
@@ -598,115 +750,102 @@ class RolloutWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await asyncio.to_thread(self.__exit__, exc_type, exc, tb)
+        cancelled = False
+        task = self._stop_task
+        while task is not None and not task.done():
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                cancelled = True  # finish the stop already asked for, then honour the cancel
+            except Exception:  # its caller got it (or was cancelled before)
+                break
+        exit_task = asyncio.ensure_future(asyncio.to_thread(self.__exit__, exc_type, exc, tb))
+        while not exit_task.done():
+            try:
+                await asyncio.shield(exit_task)
+            except asyncio.CancelledError:
+                cancelled = True
+        exit_task.result()
+        if cancelled and not isinstance(exc, asyncio.CancelledError):
+            raise asyncio.CancelledError
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"<RolloutWriter {state} {self._path} next_seq={self._next_seq}>"
 
-    # --- the worker ---------------------------------------------------------------------------
+    # --- failures -----------------------------------------------------------------------------
 
-    def _check_open(self) -> None:
-        if self._error is not None:
-            raise self._error
+    def _check_usable(self) -> None:
+        if self._forked:
+            raise WriterError(
+                f"this writer of {self._path} belongs to process {self._pid}; a child forked "
+                "from it cannot use it. The parent closes it; a child that must record opens a "
+                "rollout of its own",
+                self._path,
+            )
+        error = self._q.error
+        if error is not None:
+            raise error
         if self._closed:
             raise WriterClosedError(f"the writer of {self._path} is closed", self._path)
 
-    def _take_batch(self) -> list[bytes] | None:
-        """Wait for the next batch (None: closing and nothing left)."""
-        cond = self._cond
-        monotonic = time.monotonic
-        with cond:
-            while not self._queue:
-                if self._closing or self._error is not None:
-                    return None
-                cond.wait()
-            deadline = monotonic() + MAX_BATCH_DELAY
-            while (
-                len(self._queue) < MAX_BATCH_RECORDS
-                and self._flush_wanted <= self._written
-                and not self._closing
-            ):
-                remaining = deadline - monotonic()
-                if remaining <= 0:
-                    break
-                cond.wait(remaining)
-            while self._hold and self._flush_wanted <= self._written and not self._closing:
-                cond.wait()
-            queue = self._queue
-            batch = [queue.popleft() for _ in range(min(MAX_BATCH_RECORDS, len(queue)))]
-        batch.append(b"")
-        return batch
+    def _fail_now(self, exc: BaseException) -> BaseException:
+        q = self._q
+        with q.cond:
+            if q.error is None:
+                q.error = self._describe_failure(exc)
+                q.queue.clear()
+            q.cond.notify_all()
+            return q.error
 
-    def _run(self) -> None:
+    def _describe_failure(self, exc: BaseException) -> WriterFailedError:
+        """The writer's error for a failed write; cut a partial line back so the file stays
+        readable. Called once, with the queue's lock held, while the descriptor is open."""
+        errno_ = getattr(exc, "errno", None)
+        what = os.strerror(errno_) if errno_ else f"{type(exc).__name__}: {exc}"
+        error = WriterFailedError(
+            f"writing the rollout {self._path} failed ({what}); records after seq "
+            f"{self._base_seq + self._q.written} were not written. The file is readable up "
+            "to its last complete record: close this writer and resume with "
+            "RolloutWriter.open() once the cause is fixed",
+            self._path,
+        )
+        error.__cause__ = exc
         fd = self._fd
-        per_batch = self._durability is Durability.BATCH
-        while True:
-            batch = self._take_batch()
-            if batch is None:
-                return
-            n = len(batch) - 1  # the last item is the empty one that ends the last line
-            data = b"\n".join(batch)
+        if fd is not None:
             try:
-                _write_all(fd, data)
-                if per_batch:
-                    os.fsync(fd)
-            except Exception as exc:  # any failure must reach the caller, not die here
-                self._fail(exc)
-                return
-            with self._cond:
-                self._good_size += len(data)
-                self._written += n
-                self._cond.notify_all()
-
-    def _fail(self, exc: Exception) -> WriterFailedError:
-        """Record a write failure once; cut a partial line back so the file stays readable."""
-        with self._cond:
-            if self._error is not None:
-                return self._error
-            errno_ = getattr(exc, "errno", None)
-            what = os.strerror(errno_) if errno_ else f"{type(exc).__name__}: {exc}"
-            error = WriterFailedError(
-                f"writing the rollout {self._path} failed ({what}); records after seq "
-                f"{self._base_seq + self._written} were not written. The file is readable up "
-                "to its last complete record: close this writer and resume with "
-                "RolloutWriter.open() once the cause is fixed",
-                self._path,
-            )
-            error.__cause__ = exc
-            self._error = error
-            self._queue.clear()
-            try:
-                if os.fstat(self._fd).st_size > self._good_size:
-                    os.ftruncate(self._fd, self._good_size)
+                if os.fstat(fd).st_size > self._q.good_size:
+                    os.ftruncate(fd, self._q.good_size)
             except OSError:
                 # The reader reports a torn last line as such; nothing more can be done here.
                 pass
-            self._cond.notify_all()
-            return error
+        return error
+
+
+# --- writers still open when the interpreter exits ----------------------------------------------
+
+_live: weakref.WeakSet[RolloutWriter] = weakref.WeakSet()
+
+
+def _close_at_exit() -> None:
+    for writer in list(_live):
+        if writer._pid != os.getpid():
+            continue
+        try:
+            with writer._op_lock:
+                if writer._unstopped and not writer._closed and writer._q.error is None:
+                    writer.stop(StopKind.CLOSED, reason="the process exited with the writer open")
+            writer.close()
+        except Exception as exc:
+            log.error("could not close %s at exit: %s", writer.path, exc)
+
+
+import atexit  # noqa: E402 - registered here, next to what it runs
+
+atexit.register(_close_at_exit)
 
 
 # --- helpers ------------------------------------------------------------------------------------
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        if n == 0:
-            raise OSError(errno.EIO, "write returned 0 bytes")
-        view = view[n:]
-
-
-def _lock(fd: int, path: Path) -> None:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raise WriterBusyError(
-            f"{path} is locked: another writer holds it (in this process or another); "
-            "a rollout has exactly one writer at a time. Close the other writer first",
-            path,
-        ) from None
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -723,92 +862,33 @@ def _fsync_dir(directory: Path) -> None:
         os.close(dfd)
 
 
-_TAIL_CHUNK: Final = 1 << 16
+def _describe_damage(damage: list[Degradation]) -> str:
+    more = f" (and {len(damage) - 1} more)" if len(damage) > 1 else ""
+    return f"the file read back reports damage: {damage[0]}{more}"
 
 
-def _line_start(fd: int, end: int) -> int:
-    """The offset where the line holding the byte before ``end`` starts (searching backwards)."""
-    pos = end
-    while pos > 0:
-        lo = max(0, pos - _TAIL_CHUNK)
-        nl = os.pread(fd, pos - lo, lo).rfind(b"\n")
-        if nl >= 0:
-            return lo + nl + 1
-        pos = lo
-    return 0
+def _messages_arg(messages: Iterable[Message], where: str) -> tuple[Message, ...]:
+    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
+        raise TypeError(
+            f"{where} takes an iterable of ledger.Message, not {type(messages).__name__}"
+        )
+    kept = tuple(messages)
+    for i, m in enumerate(kept):
+        if type(m) is not Message:
+            raise TypeError(f"{where} takes ledger.Message values; item {i} is {type(m).__name__}")
+    return kept
 
 
-def _repair_tail(fd: int, path: Path) -> TailRepair | None:
-    """Make the file end with a complete message (ADR 0022).
-
-    A torn last line, and reasoning records at the very end (their message was never
-    written), are moved byte for byte to a sidecar file; a complete last record lacking only
-    its line end gets one.
-    """
-    size = os.fstat(fd).st_size
-    if size == 0:
-        return None
-    cut: int | None = None
-    newline_at: int | None = None
-    if os.pread(fd, 1, size - 1) != b"\n":
-        start = _line_start(fd, size)
+def _durability(value: object) -> Durability:
+    if isinstance(value, Durability):
+        return value
+    if isinstance(value, str):
         try:
-            decode_record(_pread_all(fd, size - start, start))
-        except RecordDecodeError:
-            cut = start
-        else:
-            _write_all(fd, b"\n")
-            newline_at = start
-            size += 1
-    # Reasoning records belong to the message after them; at the end of the file that message
-    # was never written, and left there they would attach to the next assistant message.
-    orphans_at: int | None = None
-    end = size if cut is None else cut
-    while end > 0:
-        start = _line_start(fd, end - 1)
-        try:
-            record = decode_record(_pread_all(fd, end - start, start))
-        except RecordDecodeError:
-            break
-        if not isinstance(record, ReasoningRecord):
-            break
-        orphans_at = end = start
-    if orphans_at is not None:
-        cut = orphans_at
-    if cut is None:
-        if newline_at is None:
-            return None
-        return TailRepair(kind="newline_added", offset=newline_at, size=size - 1 - newline_at)
-    moved = _pread_all(fd, size - cut, cut)
-    sidecar = _sidecar_path(path)
-    with open(os.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE), "wb") as f:
-        f.write(moved)
-        f.flush()
-        os.fsync(f.fileno())
-    os.ftruncate(fd, cut)
-    kind = "torn_line_moved" if orphans_at is None else "orphan_reasoning_moved"
-    return TailRepair(kind=kind, offset=cut, size=len(moved), sidecar=sidecar)
-
-
-def _pread_all(fd: int, n: int, offset: int) -> bytes:
-    parts = []
-    while n > 0:
-        chunk = os.pread(fd, min(n, 1 << 24), offset)
-        if not chunk:
-            break
-        parts.append(chunk)
-        n -= len(chunk)
-        offset += len(chunk)
-    return b"".join(parts)
-
-
-def _sidecar_path(path: Path) -> Path:
-    candidate = path.with_name(path.name + ".torn")
-    n = 1
-    while candidate.exists():
-        candidate = path.with_name(f"{path.name}.torn.{n}")
-        n += 1
-    return candidate
+            return Durability(value)
+        except ValueError:
+            pass
+    known = ", ".join(f"Durability.{d.name}" for d in Durability)
+    raise ValueError(f"durability {value!r} is not a Durability; use one of {known}")
 
 
 def _split_meta(meta: Mapping[str, Any] | None) -> tuple[dict[str, str], Any]:
@@ -831,7 +911,7 @@ def _split_meta(meta: Mapping[str, Any] | None) -> tuple[dict[str, str], Any]:
         return fields, msgspec.UNSET
     try:
         return fields, raw_json(rest)
-    except (TypeError, msgspec.EncodeError) as exc:
+    except (TypeError, ValueError, msgspec.EncodeError) as exc:
         raise TypeError(f"meta values other than {_META_STR_KEYS} must be JSON: {exc}") from None
 
 
@@ -853,10 +933,30 @@ def _error_detail(error: ErrorDetail | BaseException | None) -> ErrorDetail | No
     if isinstance(error, BaseException):
         return ErrorDetail(
             type=type(error).__qualname__,
-            message=str(error),
-            traceback="".join(traceback.format_exception(error)) or None,
+            message=_safe_str(error),
+            traceback=_safe_text("".join(traceback.format_exception(error))) or None,
         )
     raise TypeError(f"error must be an ErrorDetail or an exception, not {type(error).__name__}")
+
+
+def _safe_str(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:  # a broken __str__ must not lose the stop point
+        return f"<{type(exc).__qualname__}: its message could not be read>"
+    return _safe_text(text)
+
+
+def _safe_text(text: str) -> str:
+    # Lone surrogates cannot be written as UTF-8; keep them visible as escapes.
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _clean_exit(exc: BaseException) -> bool:
+    """``sys.exit(0)`` (or ``sys.exit()``) and a generator closing: not a failure of the session."""
+    if isinstance(exc, SystemExit):
+        return exc.code is None or exc.code == 0
+    return isinstance(exc, GeneratorExit)
 
 
 def _exit_kind(exc: BaseException) -> StopKind:
@@ -868,8 +968,10 @@ def _exit_kind(exc: BaseException) -> StopKind:
 
 
 def _exit_reason(exc: BaseException) -> str:
-    text = str(exc)
     name = type(exc).__qualname__
+    if isinstance(exc, SystemExit):
+        return f"left the writer's block by sys.exit({exc.code!r})"
+    text = _safe_str(exc)
     return (
         f"left the writer's block by {name}: {text}"
         if text

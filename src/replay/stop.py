@@ -290,6 +290,7 @@ class Tier(StrEnum):
     INTERRUPTED = "interrupted"
     LIMIT_REACHED = "limit_reached"
     KILLED = "killed"
+    CLOSED = "closed"
     NO_COORDINATES = "no_coordinates"
     UNKNOWN = "unknown"
 
@@ -418,6 +419,14 @@ def _classify_kind(kind: str) -> Eligibility:
                 tier=Tier.LIMIT_REACHED,
                 reason="stopped with its budget exhausted: replaying would exhaust it again; "
                 "hand off",
+            )
+        case StopKind.CLOSED:
+            return Eligibility(
+                replayable=False,
+                tier=Tier.CLOSED,
+                reason="closed without a stop kind: the writer was closed (or its process "
+                "exited) without saying how the session stopped, so the last turn may be "
+                "incomplete; replay it to check, then resume with care or hand off",
             )
         case _:
             return Eligibility(

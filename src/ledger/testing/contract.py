@@ -1,9 +1,10 @@
-"""The contract every rollout writer implementation must pass.
+"""The contract every rollout writer implementation must pass (needs pytest).
 
 An abstract test case in the manner of eventsourcing's recorder tests: subclass
 :class:`WriterContract` in a ``test_*`` module, implement the three hooks, and pytest runs the
 whole contract against that implementation. The base class is not collected on its own (its
-name does not start with ``Test``).
+name does not start with ``Test``). For :class:`~ledger.writer.RolloutWriter` the hooks are
+``RolloutWriter.create``, ``RolloutWriter.open`` and :func:`ledger.testing.hold`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ledger import (
     AgentCheckpoint,
     Message,
     Reasoning,
+    Role,
     RolloutNameError,
     SessionMeta,
     StopKind,
@@ -39,18 +41,18 @@ from ledger.records import Compacted, Record, UnknownRecord
 def conversation() -> list[Message]:
     """A short conversation with reasoning blocks, a tool call and its result."""
     return [
-        Message(role="system", content="Be brief."),
-        Message(role="user", content="List the files."),
+        Message(role=Role.SYSTEM, content="Be brief."),
+        Message(role=Role.USER, content="List the files."),
         Message(
-            role="assistant",
+            role=Role.ASSISTANT,
             reasoning=(
                 Reasoning(text="I will run ls.", signature="sig-a"),
                 Reasoning(text="", encrypted="opaque=="),
             ),
             tool_calls=(ToolCall(id="call_1", name="shell", arguments='{"cmd": "ls"'),),
         ),
-        Message(role="tool", tool_call_id="call_1", content="a.txt\nb.txt", is_error=False),
-        Message(role="assistant", content="Two files.", is_anchored=True),
+        Message(role=Role.TOOL, tool_call_id="call_1", content="a.txt\nb.txt", is_error=False),
+        Message(role=Role.ASSISTANT, content="Two files.", is_anchored=True),
     ]
 
 
@@ -110,10 +112,21 @@ class WriterContract(abc.ABC):
         assert isinstance(meta, SessionMeta)
         assert (meta.parent_session_id, meta.delegation_id) == ("parent-1", "call_9")
 
-    def test_empty_coordinates_are_recorded_as_none(self, tmp_path: Path) -> None:
-        """An empty delegation context is 'no coordinates', recorded as absent."""
-        with with_rollout_session_id(""), with_delegation_id(""):
+    @pytest.mark.parametrize("empty", ["", None])
+    def test_empty_coordinates_are_recorded_as_a_child_without_them(
+        self, tmp_path: Path, empty: str | None
+    ) -> None:
+        """Coordinates declared empty are recorded as empty strings, never as a root (rule 13)."""
+        with with_rollout_session_id(empty), with_delegation_id(empty):
             w = self.create(tmp_path)
+        w.close()
+        meta = read_records(w.path)[0]
+        assert isinstance(meta, SessionMeta)
+        assert (meta.parent_session_id, meta.delegation_id) == ("", "")
+
+    def test_no_block_means_a_root(self, tmp_path: Path) -> None:
+        """Outside any delegation block the session is a root: both coordinates absent."""
+        w = self.create(tmp_path)
         w.close()
         meta = read_records(w.path)[0]
         assert isinstance(meta, SessionMeta)
@@ -153,9 +166,9 @@ class WriterContract(abc.ABC):
         msgs = conversation()
         for m in msgs:
             writer.append(m)
-        summary = Message(role="user", content="Summary: two files were listed.")
+        summary = Message(role=Role.USER, content="Summary: two files were listed.")
         writer.compacted([msgs[0], summary], summary="listed files")
-        tail = Message(role="assistant", content="Anything else?")
+        tail = Message(role=Role.ASSISTANT, content="Anything else?")
         writer.append(tail)
         writer.stop(StopKind.PAUSED)
         state = rebuild(writer.path)
@@ -167,7 +180,7 @@ class WriterContract(abc.ABC):
 
     def test_stop_drains_before_it_reads_the_file(self, writer: Any) -> None:
         """Records still queued when stop is called are covered by the checkpoint (drain first)."""
-        msgs = [Message(role="user", content=f"m{i}") for i in range(100)]
+        msgs = [Message(role=Role.USER, content=f"m{i}") for i in range(100)]
         with self.hold_writes(writer):
             for m in msgs:
                 writer.append(m)
@@ -180,7 +193,7 @@ class WriterContract(abc.ABC):
     def test_no_checkpoint_is_written_per_step(self, writer: Any) -> None:
         """Appending and draining write no checkpoint or terminal record until stop."""
         for i in range(50):
-            writer.append(Message(role="user", content=str(i)))
+            writer.append(Message(role=Role.USER, content=str(i)))
             if i % 10 == 0:
                 writer.drain()
         writer.drain()
@@ -273,7 +286,7 @@ class WriterContract(abc.ABC):
         """After close, append and stop raise instead of losing the record silently."""
         writer.close()
         with pytest.raises(self.closed_error):
-            writer.append(Message(role="user", content="late"))
+            writer.append(Message(role=Role.USER, content="late"))
         with pytest.raises(self.closed_error):
             writer.stop(StopKind.PAUSED)
 
@@ -291,7 +304,7 @@ class WriterContract(abc.ABC):
         def work(t: int) -> None:
             barrier.wait()
             for i in range(per_thread):
-                writer.append(Message(role="user", content=f"{t}:{i}"))
+                writer.append(Message(role=Role.USER, content=f"{t}:{i}"))
 
         threads = [threading.Thread(target=work, args=(t,)) for t in range(n_threads)]
         # A tiny switch interval makes the interpreter swap threads between almost every

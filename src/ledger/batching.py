@@ -1,0 +1,186 @@
+"""The background worker of a writer: a queue of encoded records written in batches.
+
+A batch is at most :data:`MAX_BATCH_RECORDS` records or waits at most :data:`MAX_BATCH_DELAY`
+seconds for more, whichever comes first, and goes to the file in one ``writev`` (ADR 0021).
+The worker never closes the descriptor: its writer does, after :meth:`BatchQueue.join`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Final
+
+__all__ = ["MAX_BATCH_DELAY", "MAX_BATCH_RECORDS", "BatchQueue"]
+
+MAX_BATCH_RECORDS: Final = 32
+"""A batch never holds more records than this."""
+
+MAX_BATCH_DELAY: Final = 0.020
+"""Seconds a record may wait in the queue for its batch to fill before it is written."""
+
+_NL: Final = b"\n"
+_IOV_MAX: Final = 1024
+
+
+def writev_all(fd: int, buffers: list[bytes]) -> int:
+    """Write every buffer, in order, with as few system calls as the kernel allows."""
+    total = 0
+    pending = [memoryview(b) for b in buffers if b]
+    while pending:
+        n = os.writev(fd, pending[:_IOV_MAX])
+        if n == 0:
+            raise OSError(errno.EIO, "write returned 0 bytes")
+        total += n
+        while n:
+            head = pending[0]
+            if n >= len(head):
+                n -= len(head)
+                pending.pop(0)
+            else:
+                pending[0] = head[n:]
+                n = 0
+    return total
+
+
+class BatchQueue:
+    """Encoded records waiting for the worker thread, and what it has written so far.
+
+    ``fail`` turns an exception of the worker (or of a drain) into the writer's error; once
+    an error is set nothing more is written.
+    """
+
+    def __init__(
+        self,
+        fd: int,
+        *,
+        name: str,
+        size: int,
+        fsync_each_batch: bool,
+        fail: Callable[[BaseException], BaseException],
+    ) -> None:
+        self._fd = fd
+        self._fsync_each_batch = fsync_each_batch
+        self._fail = fail
+        self._lock = threading.Lock()
+        self.cond = threading.Condition(self._lock)
+        self.queue: deque[bytes] = deque()
+        self.enqueued = 0
+        self.written = 0
+        self.good_size = size
+        self.flush_wanted = 0
+        self.closing = False
+        self.error: BaseException | None = None
+        # Test seams (ledger.testing): while ``hold`` is set, the worker writes nothing until a
+        # drain asks for it; ``write`` is how a batch reaches the file (faults are injected here).
+        self.hold = False
+        self.write: Callable[[int, list[bytes]], int] = writev_all
+        self.thread = threading.Thread(target=self._run, name=f"rollout-writer:{name}", daemon=True)
+
+    def start(self) -> None:
+        """Start the worker thread (raises ``RuntimeError`` when the system refuses a thread)."""
+        self.thread.start()
+
+    def put(self, lines: list[bytes]) -> None:
+        """Enqueue encoded records (without line ends), in order."""
+        n = len(lines)
+        with self._lock:
+            queue = self.queue
+            before = len(queue)
+            queue.extend(lines)
+            self.enqueued += n
+            # Wake the worker only when it may be waiting for this: the queue was empty, or it
+            # just reached a full batch. Notifying on every append costs more than the append.
+            if before == 0 or before < MAX_BATCH_RECORDS <= before + n:
+                self.cond.notify()
+
+    def wait_written(self) -> BaseException | None:
+        """Wait until everything enqueued so far is written; the error if writing failed."""
+        cond = self.cond
+        with cond:
+            target = self.enqueued
+            if self.written < target and self.error is None:
+                self.flush_wanted = max(self.flush_wanted, target)
+                cond.notify_all()
+                while self.written < target and self.error is None:
+                    # The timeout only guards against a worker that died without reporting (it
+                    # catches every exception, so only an interpreter shutdown does that).
+                    if not cond.wait(1.0) and not self.thread.is_alive():
+                        self.error = self._fail(
+                            RuntimeError("the writer thread is gone (interpreter shutdown?)")
+                        )
+            return self.error
+
+    def join(self) -> None:
+        """Let the worker write what is queued (unless failed) and end; wait for it."""
+        with self._lock:
+            self.closing = True
+            self.cond.notify_all()
+        if self.thread.is_alive():
+            self.thread.join()
+
+    def take_all(self) -> list[bytes]:
+        """Stop the worker without writing what is queued; return the queued records."""
+        with self._lock:
+            lines = list(self.queue)
+            self.queue.clear()
+            self.closing = True
+            self.cond.notify_all()
+        if self.thread.is_alive():
+            self.thread.join()
+        return lines
+
+    def _take_batch(self) -> list[bytes] | None:
+        """Wait for the next batch (None: closing and nothing left)."""
+        cond = self.cond
+        monotonic = time.monotonic
+        with cond:
+            while not self.queue:
+                if self.closing or self.error is not None:
+                    return None
+                cond.wait()
+            deadline = monotonic() + MAX_BATCH_DELAY
+            while (
+                len(self.queue) < MAX_BATCH_RECORDS
+                and self.flush_wanted <= self.written
+                and not self.closing
+            ):
+                remaining = deadline - monotonic()
+                if remaining <= 0:
+                    break
+                cond.wait(remaining)
+            while self.hold and self.flush_wanted <= self.written and not self.closing:
+                cond.wait()
+            queue = self.queue
+            return [queue.popleft() for _ in range(min(MAX_BATCH_RECORDS, len(queue)))]
+
+    def _run(self) -> None:
+        fd = self._fd
+        per_batch = self._fsync_each_batch
+        while True:
+            batch = self._take_batch()
+            if batch is None:
+                return
+            buffers = []
+            for line in batch:
+                buffers.append(line)
+                buffers.append(_NL)
+            try:
+                size = self.write(fd, buffers)
+                if per_batch:
+                    os.fsync(fd)
+            except BaseException as exc:  # any failure must reach the caller, not die here
+                with self._lock:
+                    if self.error is None:
+                        self.error = self._fail(exc)
+                        self.queue.clear()
+                    self.cond.notify_all()
+                return
+            with self._lock:
+                self.good_size += size
+                self.written += len(batch)
+                self.cond.notify_all()
