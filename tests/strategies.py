@@ -387,3 +387,141 @@ def tool_conversation_messages(draw: st.DrawFn) -> Message:
 
 tool_conversations = st.lists(tool_conversation_messages(), max_size=16)
 """Message sequences with tool calls and outputs in every order, duplicates included."""
+
+
+# --- the boundary ---
+# Any Python value in any field of a public value type (ADR 0017): the valid values above, or
+# junk of every shape (provider dicts, lists, bytes, floats, None, lone surrogates, values of
+# another value type). Construction must refuse junk or the value must come back equal.
+
+surrogate_text = st.text(
+    alphabet=st.characters(categories=("Cs", "L", "N")), min_size=1, max_size=6
+)
+_scalar_junk = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.binary(max_size=8),
+    text,
+    utc_datetimes,
+    st.datetimes(max_value=datetime(2100, 1, 1)),
+    st.sampled_from(list(Role) + list(ReasoningKind) + list(StopKind)),
+    st.just(msgspec.UNSET),
+    st.just(msgspec.Raw(b"[" * 300 + b"]" * 300)),
+    st.just(msgspec.Raw(b'{"a":1}\n')),
+)
+_object_junk = st.one_of(
+    st.dictionaries(text, json_values, max_size=3),
+    st.sampled_from(
+        [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            {"thinking": "hmm", "signature": "EqQB"},
+            {"type": "text", "text": "hi"},
+        ]
+    ),
+    origins,
+    tool_calls,
+    text_parts,
+    reasonings,
+)
+junk = st.one_of(
+    _scalar_junk,
+    surrogate_text,
+    _object_junk,
+    st.lists(_object_junk, min_size=1, max_size=3),
+    st.lists(st.one_of(_scalar_junk, surrogate_text, _object_junk), min_size=1, max_size=3),
+)
+
+# Valid values per field of each public value type; a field missing here is always junk.
+VALID_FIELDS: dict[type, dict[str, st.SearchStrategy[object]]] = {
+    Origin: {"provider": maybe_text, "api": maybe_text, "model": maybe_text},
+    TextPart: {"text": text, "signature": maybe_text, "extra": maybe_raw_object},
+    MediaPart: {"media_type": short_text, "url": text, "data": st.none(), "name": maybe_text},
+    OpaquePart: {"data": json_values.map(raw_json), "provider": maybe_text},
+    Reasoning: {
+        "text": maybe_text,
+        "kind": st.sampled_from(ReasoningKind),
+        "summary": st.lists(text, max_size=2),
+        "signature": maybe_text,
+        "encrypted": maybe_text,
+        "origin": st.none() | origins,
+        "extra": maybe_raw_object,
+    },
+    ToolCall: {
+        "id": short_text,
+        "name": short_text,
+        "arguments": text,
+        "item_id": maybe_text,
+        "extra": maybe_raw_object,
+    },
+    Message: {
+        "role": st.just(Role.ASSISTANT),
+        "content": contents,
+        "reasoning": st.lists(reasonings, max_size=2),
+        "tool_calls": st.lists(tool_calls, max_size=2),
+        "tool_call_id": maybe_text,
+        "is_error": st.booleans(),
+        "name": maybe_text,
+        "origin": st.none() | origins,
+        "extra": maybe_raw_object,
+        "is_anchored": st.booleans(),
+        "truncation_marker": maybe_text,
+    },
+    ErrorDetail: {"type": short_text, "message": text, "traceback": maybe_text},
+    Terminal: {
+        "seq": seqs,
+        "ts": utc_datetimes,
+        "event": short_text,
+        "stop_kind": st.none() | stop_kind_strings,
+        "reason": text,
+        "error": st.none() | error_details,
+    },
+    Compacted: {
+        "seq": seqs,
+        "ts": utc_datetimes,
+        "messages": st.lists(messages(), max_size=2),
+        "summary": maybe_text,
+    },
+    SessionMeta: {
+        "seq": seqs,
+        "ts": utc_datetimes,
+        "format_version": st.just(FORMAT_VERSION),
+        "session_id": ident,
+        "started_at": utc_datetimes,
+        "agent_name": st.none() | ident,
+        "parent_session_id": st.none() | ident,
+        "delegation_id": maybe_text,
+        "model": maybe_text,
+        "extra": maybe_raw_object,
+    },
+    AgentCheckpoint: {
+        "seq": seqs,
+        "ts": utc_datetimes,
+        "digest": text,
+        "message_count": st.integers(min_value=0, max_value=10**6),
+    },
+}
+BOUNDARY_TYPES = tuple(VALID_FIELDS)
+
+
+@st.composite
+def field_values(draw: st.DrawFn, cls: type) -> dict[str, object]:
+    """Keyword arguments for ``cls``: valid values with one field junk (so that the check of
+    that field alone decides), or every field drawn valid, junk or left out."""
+    valid = VALID_FIELDS[cls]
+    names: tuple[str, ...] = cls.__struct_fields__  # type: ignore[attr-defined]
+    if draw(st.booleans(), label="one junk field"):
+        bad = draw(st.sampled_from(names), label="junk field")
+        return {
+            name: draw(junk if name == bad or name not in valid else valid[name], label=name)
+            for name in names
+        }
+    out: dict[str, object] = {}
+    for name in names:
+        how = draw(st.sampled_from(("valid", "valid", "valid", "junk", "absent")), label=name)
+        if how == "valid" and name in valid:
+            out[name] = draw(valid[name], label=name)
+        elif how != "absent" or name not in valid:
+            out[name] = draw(junk, label=name)
+    return out

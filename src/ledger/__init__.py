@@ -56,6 +56,7 @@ from ledger.records import (
 )
 from ledger.reducer import ReplayState, apply, fold
 from ledger.schema import json_schema
+from ledger.validation import MAX_RAW_DEPTH, InvalidFieldError
 from ledger.writer import (
     Durability,
     ReadBackError,
@@ -70,6 +71,7 @@ from ledger.writer import (
 
 __all__ = [
     "FORMAT_VERSION",
+    "MAX_RAW_DEPTH",
     "AgentCheckpoint",
     "Compacted",
     "ContentPart",
@@ -78,6 +80,7 @@ __all__ = [
     "DegradationKind",
     "Durability",
     "ErrorDetail",
+    "InvalidFieldError",
     "RolloutNameError",
     "MediaPart",
     "MemoryWireError",

@@ -18,6 +18,8 @@ from typing import Any
 
 import msgspec
 
+from ledger.validation import Checked, InvalidFieldError, check_json_value
+
 __all__ = [
     "ContentPart",
     "MediaPart",
@@ -33,37 +35,22 @@ __all__ = [
 ]
 
 _canonical = msgspec.json.Encoder(order="deterministic")
-_force = msgspec.structs.force_setattr
 
 
 def raw_json(value: Any) -> msgspec.Raw:
     """Wrap a JSON-compatible value as verbatim raw JSON (deterministic key order).
 
-    Use it to fill ``extra`` and ``OpaquePart.data`` from a provider's dict.
+    Use it to fill ``extra`` and ``OpaquePart.data`` from a provider's dict. NaN and infinities
+    are refused (JSON has none: they would come back as ``null``), and so is text with a lone
+    surrogate.
     """
-    return msgspec.Raw(_canonical.encode(value))
-
-
-def _check_raw(raw: msgspec.Raw | msgspec.UnsetType, owner: str, field: str) -> None:
-    # A Raw value is written verbatim into the line: invalid JSON here would corrupt the
-    # rollout for every later reader, so it is refused where it is made.
-    if raw is msgspec.UNSET:
-        return
+    check_json_value(value, "raw_json(value)")
     try:
-        msgspec.json.decode(raw)
-    except (msgspec.DecodeError, RecursionError) as exc:
-        raise ValueError(
-            f"{owner}.{field} must hold valid JSON text ({exc}); "
-            "build it with ledger.raw_json(value)"
+        return msgspec.Raw(_canonical.encode(value))
+    except UnicodeEncodeError as exc:
+        raise InvalidFieldError(
+            "raw_json(value)", value, "text that UTF-8 can carry", f"{exc.reason} at {exc.start}"
         ) from None
-    # A line break would split the rollout line in two, and whitespace around the value would
-    # not survive decoding (the decoder hands back the value alone), breaking the round trip.
-    text = bytes(raw)
-    if b"\n" in text or b"\r" in text or text != text.strip():
-        raise ValueError(
-            f"{owner}.{field} must be single-line JSON text without surrounding whitespace; "
-            "build it with ledger.raw_json(value)"
-        )
 
 
 class Role(StrEnum):
@@ -85,7 +72,9 @@ class ReasoningKind(StrEnum):
     ENCRYPTED = "encrypted"
 
 
-class Origin(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=True):
+class Origin(
+    msgspec.Struct, metaclass=Checked, frozen=True, gc=False, kw_only=True, omit_defaults=True
+):
     """Where a provider item came from, so it is only ever sent back there."""
 
     provider: str | None = None
@@ -94,7 +83,15 @@ class Origin(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=
     endpoint: str | None = None
 
 
-class TextPart(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=True, tag="text"):
+class TextPart(
+    msgspec.Struct,
+    metaclass=Checked,
+    frozen=True,
+    gc=False,
+    kw_only=True,
+    omit_defaults=True,
+    tag="text",
+):
     """A text part of a message's content (``signature``: Gemini's thought signature).
 
     ``extra`` keeps the part's provider fields with no home here, verbatim (citations,
@@ -105,13 +102,15 @@ class TextPart(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_default
     signature: str | None = None
     extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
-    def __post_init__(self) -> None:
-        if self.extra is not msgspec.UNSET:
-            _check_raw(self.extra, "TextPart", "extra")
-
 
 class MediaPart(
-    msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=True, tag="media"
+    msgspec.Struct,
+    metaclass=Checked,
+    frozen=True,
+    gc=False,
+    kw_only=True,
+    omit_defaults=True,
+    tag="media",
 ):
     """Media by URL or inline base64 data, with its media type.
 
@@ -126,27 +125,32 @@ class MediaPart(
     extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
     def __post_init__(self) -> None:
+        # Also on decode: a part with both or neither is not a part this library wrote.
         if (self.url is None) == (self.data is None):
             raise ValueError("MediaPart needs exactly one of url= or data= (base64 text)")
-        _check_raw(self.extra, "MediaPart", "extra")
 
 
 class OpaquePart(
-    msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=True, tag="opaque"
+    msgspec.Struct,
+    metaclass=Checked,
+    frozen=True,
+    gc=False,
+    kw_only=True,
+    omit_defaults=True,
+    tag="opaque",
 ):
     """A provider content item with no home here, kept verbatim as raw JSON."""
 
     data: msgspec.Raw
     provider: str | None = None
 
-    def __post_init__(self) -> None:
-        _check_raw(self.data, "OpaquePart", "data")
-
 
 ContentPart = TextPart | MediaPart | OpaquePart
 
 
-class Reasoning(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=True):
+class Reasoning(
+    msgspec.Struct, metaclass=Checked, frozen=True, gc=False, kw_only=True, omit_defaults=True
+):
     """One reasoning ("thinking") block of an assistant message.
 
     ``text=""`` and ``text=None`` are different values and stay different. ``signature``
@@ -163,15 +167,10 @@ class Reasoning(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaul
     origin: Origin | None = None
     extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
-    def __post_init__(self) -> None:
-        if type(self.kind) is not ReasoningKind:
-            _force(self, "kind", ReasoningKind(self.kind))
-        if type(self.summary) is not tuple:
-            _force(self, "summary", tuple(self.summary))
-        _check_raw(self.extra, "Reasoning", "extra")
 
-
-class ToolCall(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=True):
+class ToolCall(
+    msgspec.Struct, metaclass=Checked, frozen=True, gc=False, kw_only=True, omit_defaults=True
+):
     """A tool call requested by the assistant.
 
     ``arguments`` is the exact text the provider sent, which may not be valid JSON.
@@ -184,11 +183,10 @@ class ToolCall(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_default
     signature: str | None = None
     extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
-    def __post_init__(self) -> None:
-        _check_raw(self.extra, "ToolCall", "extra")
 
-
-class Message(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=True):
+class Message(
+    msgspec.Struct, metaclass=Checked, frozen=True, gc=False, kw_only=True, omit_defaults=True
+):
     """One conversation message, exactly as the provider and the framework gave it.
 
     ``content`` keeps its form: ``None``, a string, or an ordered tuple of parts.
@@ -209,32 +207,6 @@ class Message(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults
     extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     is_anchored: bool = False
     truncation_marker: str | None = None
-
-    def __post_init__(self) -> None:
-        # Runs on every decoded message too, so the common, already-typed case is one test.
-        if (
-            type(self.role) is Role
-            and type(self.reasoning) is tuple
-            and type(self.tool_calls) is tuple
-            and type(self.content) is not list  # type: ignore[comparison-overlap]
-            and self.extra is msgspec.UNSET
-        ):
-            return
-        self._normalize()
-
-    def _normalize(self) -> None:
-        # Constructors do not convert types; keep what a caller hands over immutable and
-        # typed, so that equality and encoding do not depend on list-or-tuple accidents.
-        if type(self.role) is not Role:
-            _force(self, "role", Role(self.role))
-        content: object = self.content
-        if isinstance(content, list):
-            _force(self, "content", tuple(content))
-        if type(self.reasoning) is not tuple:
-            _force(self, "reasoning", tuple(self.reasoning))
-        if type(self.tool_calls) is not tuple:
-            _force(self, "tool_calls", tuple(self.tool_calls))
-        _check_raw(self.extra, "Message", "extra")
 
     def text(self) -> str:
         """The concatenated text of the content (media and opaque parts left out)."""

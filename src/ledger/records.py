@@ -14,6 +14,7 @@ from typing import Annotated, Final
 import msgspec
 
 from ledger.messages import Message, Reasoning
+from ledger.validation import Checked
 
 __all__ = [
     "FORMAT_VERSION",
@@ -51,7 +52,14 @@ class StopKind(StrEnum):
     """The writer was closed (or its process exited) without saying how the session stopped."""
 
 
-class _Record(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, tag_field="type"):
+class _Record(
+    msgspec.Struct,
+    metaclass=Checked,
+    frozen=True,
+    gc=False,
+    omit_defaults=True,
+    tag_field="type",
+):
     seq: int
     ts: UtcDatetime
 
@@ -90,11 +98,6 @@ class Compacted(_Record, frozen=True, kw_only=True, tag="compacted"):
     messages: tuple[Message, ...]
     summary: str | None = None
 
-    def __post_init__(self) -> None:
-        # A list handed over would make the record unhashable and unequal to its decoded self.
-        if type(self.messages) is not tuple:
-            msgspec.structs.force_setattr(self, "messages", tuple(self.messages))
-
 
 class AgentCheckpoint(_Record, frozen=True, kw_only=True, tag="agent_checkpoint"):
     """A stop point: the digest of the message sequence rebuilt from the file before this line."""
@@ -103,7 +106,9 @@ class AgentCheckpoint(_Record, frozen=True, kw_only=True, tag="agent_checkpoint"
     message_count: int
 
 
-class ErrorDetail(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=True):
+class ErrorDetail(
+    msgspec.Struct, metaclass=Checked, frozen=True, gc=False, kw_only=True, omit_defaults=True
+):
     """What went wrong, when a session stopped on an error."""
 
     type: str
@@ -148,7 +153,7 @@ RECORD_TYPES: Final = (
 )
 
 
-class UnknownRecord(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+class UnknownRecord(msgspec.Struct, metaclass=Checked, frozen=True, gc=False, kw_only=True):
     """A well-formed line whose type this reader does not know (a newer writer, or damage).
 
     It is reported, never fatal; ``raw`` is the line as read.

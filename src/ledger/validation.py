@@ -1,0 +1,365 @@
+"""Refusing at the door: every public value type checks its fields when it is constructed.
+
+msgspec checks types when it *decodes*, never when a struct is *constructed*, so a dict where a
+``ToolCall`` belongs used to be accepted, written, and lost on the way back (ADR 0017). The
+value types therefore use the metaclass :class:`Checked`: calling the class checks (and, for a
+few forms, normalises) every field against its annotation before the struct is built, and
+raises :class:`InvalidFieldError` naming the field, what was given and what is expected.
+Decoding never calls the metaclass, so replay pays nothing for these checks.
+
+Normalisations are limited to forms that mean the same value: a list where a tuple belongs
+becomes a tuple, an enum's string value becomes the member.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from enum import Enum
+from itertools import accumulate
+from typing import Any, Final
+
+import msgspec
+
+__all__ = [
+    "MAX_RAW_DEPTH",
+    "MISSING",
+    "Checked",
+    "InvalidFieldError",
+    "check_raw",
+    "check_text",
+]
+
+MAX_RAW_DEPTH: Final = 256
+"""The deepest nesting of arrays and objects a verbatim (raw JSON) field may hold. The reader
+decodes records much deeper than any provider sends, but its limit depends on the interpreter's
+recursion limit; this one is far inside it wherever the reader runs."""
+
+_PROVIDER_HINT: Final = (
+    "convert a provider's shapes with ledger.providers (openai_chat, openai_responses, "
+    "anthropic, gemini: to_ledger / response_to_ledger)"
+)
+
+
+MISSING: Final = object()
+"""What :attr:`InvalidFieldError.given` is when a required field was not given."""
+
+
+class InvalidFieldError(TypeError, ValueError):
+    """A value of the wrong type or form was given to a field of a public value type.
+
+    ``where`` is the field's path (``Message.tool_calls[0]``), ``given`` the value given,
+    ``expected`` what the field takes. Both a ``TypeError`` and a ``ValueError``, so that
+    callers catching either see it.
+    """
+
+    def __init__(self, where: str, given: object, expected: str, hint: str = "") -> None:
+        self.where = where
+        self.given = given
+        self.expected = expected
+        if given is MISSING:
+            message = f"{where}: expected {expected}, got nothing (the field is required)"
+        else:
+            shown = repr(given)
+            if len(shown) > 80:
+                shown = shown[:77] + "..."
+            message = f"{where}: expected {expected}, got {type(given).__name__} {shown}"
+        if hint:
+            message += f"; {hint}"
+        super().__init__(message)
+
+
+Check = Callable[[Any, str], Any]
+
+
+def check_text(value: object, where: str) -> str:
+    """``value`` if it is a ``str`` that UTF-8 can carry (no lone surrogate)."""
+    if type(value) is not str:
+        if not isinstance(value, str):
+            raise InvalidFieldError(where, value, "a str")
+        value = str.__str__(value)
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidFieldError(
+                where,
+                value,
+                "text that UTF-8 can carry",
+                f"character {exc.start} is a lone surrogate ({value[exc.start]!r})",
+            ) from None
+    return value
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_DEPTH_STEP: Final = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+
+
+def _depth(data: bytes) -> int:
+    # Brackets inside strings do not nest; outside them each opener is +1, each closer -1.
+    bare = _STRING.sub(b"", data)
+    steps = bare.translate(_DEPTH_STEP)
+    return max(
+        accumulate(1 if b == 1 else -1 for b in steps if b in (1, 0xFF)),
+        default=0,
+    )
+
+
+def check_raw(value: object, where: str) -> msgspec.Raw:
+    """``value`` if it is a ``msgspec.Raw`` of single-line JSON the reader can read back."""
+    if not isinstance(value, msgspec.Raw):
+        hint = "build it with ledger.raw_json(value)" if isinstance(value, Mapping | list) else ""
+        raise InvalidFieldError(where, value, "raw JSON (msgspec.Raw)", hint)
+    text = bytes(value)
+    try:
+        msgspec.json.decode(text)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise InvalidFieldError(
+            where, value, "valid JSON text", f"{exc}; build it with ledger.raw_json(value)"
+        ) from None
+    # A line break would split the rollout line in two, and whitespace around the value would
+    # not survive decoding (the decoder hands back the value alone).
+    if b"\n" in text or b"\r" in text or text != text.strip():
+        raise InvalidFieldError(
+            where,
+            value,
+            "single-line JSON text without surrounding whitespace",
+            "build it with ledger.raw_json(value)",
+        )
+    if text.count(b"[") + text.count(b"{") > MAX_RAW_DEPTH:
+        depth = _depth(text)
+        if depth > MAX_RAW_DEPTH:
+            raise InvalidFieldError(
+                where,
+                value,
+                f"JSON nested at most {MAX_RAW_DEPTH} levels deep",
+                f"it is nested {depth} levels deep, more than the reader takes back",
+            )
+    return value
+
+
+def _type_name(tp: Any) -> str:
+    if isinstance(tp, type):
+        module = tp.__module__
+        if module.startswith("ledger"):
+            return f"a ledger.{tp.__name__}"
+        return f"a {tp.__name__}"
+    return str(tp)
+
+
+def _compile(tp: Any) -> tuple[Check, str]:
+    """A check for values of the annotation ``tp``, and how to name what it takes."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        base, *meta = typing.get_args(tp)
+        if base is datetime and any(getattr(m, "tz", None) for m in meta):
+            return _check_utc, "a UTC datetime"
+        return _compile(base)
+    if origin in (typing.Union, types.UnionType):
+        return _compile_union(typing.get_args(tp))
+    if origin is tuple:
+        args = typing.get_args(tp)
+        item, item_name = _compile(args[0])
+
+        def check_tuple(value: Any, where: str) -> tuple[Any, ...]:
+            if type(value) not in (tuple, list):
+                hint = _PROVIDER_HINT if isinstance(value, Mapping) else ""
+                raise InvalidFieldError(where, value, f"a tuple of {item_name[2:]}", hint)
+            return tuple(item(v, f"{where}[{i}]") for i, v in enumerate(value))
+
+        return check_tuple, f"a tuple of {item_name[2:]}"
+    if tp is str:
+        return check_text, "a str"
+    if tp is bool:
+        return _check_bool, "a bool"
+    if tp is int:
+        return _check_int, "an int"
+    if tp is bytes:
+        return _check_bytes, "bytes"
+    if tp is msgspec.Raw:
+        return check_raw, "raw JSON (msgspec.Raw)"
+    if tp is msgspec.UnsetType:
+        return _check_unset, "msgspec.UNSET"
+    if tp is type(None):
+        return _check_none, "None"
+    if isinstance(tp, type) and issubclass(tp, Enum):
+        return _enum_check(tp), f"a {tp.__name__} ({', '.join(repr(m.value) for m in tp)})"
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+        return _struct_check((tp,)), _type_name(tp)
+    raise TypeError(f"no check for the annotation {tp!r}")  # a new field type: add it here
+
+
+def _compile_union(args: tuple[Any, ...]) -> tuple[Check, str]:
+    structs = tuple(a for a in args if isinstance(a, type) and issubclass(a, msgspec.Struct))
+    others = [a for a in args if a not in structs]
+    checks = [_compile(a) for a in others]
+    if structs:
+        checks.append((_struct_check(structs), " or ".join(_type_name(s) for s in structs)))
+    names = " or ".join(name for _, name in checks)
+    none_ok = type(None) in args
+    by_kind = {_kind(a): c for a, (c, _) in zip(others, checks, strict=False)}
+
+    def check_union(value: Any, where: str) -> Any:
+        if value is None:
+            if none_ok:
+                return None
+            raise InvalidFieldError(where, value, names)
+        kind = "tuple" if type(value) is list else _kind(type(value))
+        check = by_kind.get(kind)
+        if check is not None:
+            return check(value, where)
+        if structs and isinstance(value, msgspec.Struct):
+            return checks[-1][0](value, where)
+        if value is msgspec.UNSET and "unset" in by_kind:
+            return value
+        hint = _PROVIDER_HINT if isinstance(value, Mapping) else ""
+        if isinstance(value, Mapping) and "raw" in by_kind:
+            hint = "build it with ledger.raw_json(value)"
+        raise InvalidFieldError(where, value, names, hint)
+
+    return check_union, names
+
+
+def _kind(tp: Any) -> str:
+    if tp is msgspec.UnsetType:
+        return "unset"
+    if tp is msgspec.Raw:
+        return "raw"
+    if typing.get_origin(tp) is tuple or tp is tuple:
+        return "tuple"
+    if isinstance(tp, type) and issubclass(tp, Enum):
+        return "str"
+    if isinstance(tp, type) and issubclass(tp, str):
+        return "str"
+    if tp is bool:
+        return "bool"
+    if isinstance(tp, type) and issubclass(tp, int):
+        return "int"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _check_bool(value: Any, where: str) -> bool:
+    if type(value) is not bool:
+        raise InvalidFieldError(where, value, "a bool")
+    return value
+
+
+def _check_int(value: Any, where: str) -> int:
+    if type(value) is not int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return int(value)
+        raise InvalidFieldError(where, value, "an int")
+    return value
+
+
+def _check_bytes(value: Any, where: str) -> bytes:
+    if not isinstance(value, bytes):
+        raise InvalidFieldError(where, value, "bytes")
+    return value
+
+
+def _check_unset(value: Any, where: str) -> Any:
+    if value is not msgspec.UNSET:
+        raise InvalidFieldError(where, value, "msgspec.UNSET")
+    return value
+
+
+def _check_none(value: Any, where: str) -> None:
+    if value is not None:
+        raise InvalidFieldError(where, value, "None")
+
+
+def _check_utc(value: Any, where: str) -> datetime:
+    if not isinstance(value, datetime) or value.utcoffset() != timedelta(0):
+        raise InvalidFieldError(
+            where, value, "a UTC datetime", "rollout times are UTC, e.g. datetime.now(UTC)"
+        )
+    return value
+
+
+def _enum_check(enum: type[Enum]) -> Check:
+    values = {m.value: m for m in enum}
+
+    def check_enum(value: Any, where: str) -> Enum:
+        if type(value) is enum:
+            return value
+        member = values.get(value) if isinstance(value, str) else None
+        if member is None:
+            choices = ", ".join(repr(v) for v in values)
+            raise InvalidFieldError(where, value, f"a {enum.__name__} (one of {choices})")
+        return member
+
+    return check_enum
+
+
+def _struct_check(structs: tuple[type, ...]) -> Check:
+    names = " or ".join(_type_name(s) for s in structs)
+
+    def check_struct(value: Any, where: str) -> Any:
+        # Exactly these types: a subclass could carry fields that the decoder would drop.
+        if type(value) not in structs:
+            hint = _PROVIDER_HINT if isinstance(value, Mapping) else ""
+            raise InvalidFieldError(where, value, names, hint)
+        return value
+
+    return check_struct
+
+
+_specs: dict[type, tuple[dict[str, Check], dict[str, str]]] = {}
+
+
+def _spec(cls: type) -> tuple[dict[str, Check], dict[str, str]]:
+    """The check of every field, and what each required field takes."""
+    spec = _specs.get(cls)
+    if spec is None:
+        hints = typing.get_type_hints(cls, include_extras=True)
+        checks: dict[str, Check] = {}
+        required: dict[str, str] = {}
+        for info in msgspec.structs.fields(cls):
+            check, name = _compile(hints[info.name])
+            checks[info.name] = check
+            if info.required:
+                required[info.name] = name
+        spec = (checks, required)
+        _specs[cls] = spec
+    return spec
+
+
+class Checked(msgspec.StructMeta):
+    """The metaclass of the public value types: constructing one checks every field."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - a metaclass method
+        spec, required = _spec(cls)
+        if args:
+            for name, value in zip(cls.__struct_fields__, args, strict=False):
+                kwargs[name] = value
+            args = ()
+        owner = cls.__name__
+        for name, expected in required.items():
+            if name not in kwargs:
+                raise InvalidFieldError(f"{owner}.{name}", MISSING, expected)
+        for name, value in kwargs.items():
+            check = spec.get(name)
+            if check is None:
+                raise TypeError(
+                    f"{owner}() has no field {name!r}; its fields are {', '.join(spec)}"
+                )
+            kwargs[name] = check(value, f"{owner}.{name}")
+        return super().__call__(**kwargs)
+
+
+def check_json_value(value: Any, where: str) -> None:
+    """Refuse what JSON cannot carry as given: NaN and infinities (they would become null)."""
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise InvalidFieldError(path, item, "a finite number (JSON has no NaN or infinity)")
+        if isinstance(item, Mapping):
+            stack.extend((v, f"{path}[{k!r}]") for k, v in item.items())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
