@@ -26,7 +26,7 @@ import replay.sessions
 from ledger import Message, Role, StopKind, parse_rollout_filename, rollout_filename
 from ledger.naming import RolloutNameError, validate_agent_name, validate_session_id
 from ledger.writer import RolloutWriter
-from replay import list_sessions, read_stop_facts
+from replay import NotARegularFileError, list_sessions, read_stop_facts
 from replay._cli_paths import CliError, resolve_root, resolve_target
 from replay.stop import DEFAULT_SCAN_BUDGET, stop_facts_from_file
 from strategies import fault_conversation, fault_rollout_lines
@@ -217,9 +217,9 @@ def test_fifo_and_devices_in_the_root_do_not_hang_the_listing(tmp_path: Path) ->
 
 
 def test_read_stop_facts_of_a_device_does_not_run_away(tmp_path: Path) -> None:
-    """Stop facts of a path that is not a regular file read nothing without bound."""
-    facts = read_stop_facts("/dev/null")
-    assert not facts.found
+    """Stop facts of a path that is not a regular file are refused before anything is read."""
+    with pytest.raises(NotARegularFileError, match="character device"):
+        read_stop_facts("/dev/null")
 
 
 # --- the root and target arguments of the command -----------------------------------------------

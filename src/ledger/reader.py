@@ -225,7 +225,7 @@ def iter_file_entries(
 
 
 def rebuild(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | BinaryIO,
     *,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     initial: ReplayState | None = None,
@@ -241,14 +241,30 @@ def rebuild(
     reported (``window_start_line`` says where reading resumed). ``checkpoint_seq`` names a
     checkpoint the caller must see: the window is used only when the compaction precedes it.
     Whenever the window cannot be used safely, the whole file is folded.
+
+    ``path`` may also be a binary file already open (and seekable): it is read from its start
+    and left open, so a caller that checked what it opened reads that very file.
     """
+    if not isinstance(path, str | os.PathLike):
+        return _rebuild(path, max_line_bytes, initial, from_last_compaction, checkpoint_seq)
     with open(path, "rb") as f:
-        if from_last_compaction and initial is None:
-            state = _rebuild_window(f, max_line_bytes, checkpoint_seq)
-            if state is not None:
-                return state
-            f.seek(0)
-        return fold_batches(iter_batches(f, max_line_bytes=max_line_bytes), initial)
+        return _rebuild(f, max_line_bytes, initial, from_last_compaction, checkpoint_seq)
+
+
+def _rebuild(
+    f: BinaryIO,
+    max_line_bytes: int,
+    initial: ReplayState | None,
+    from_last_compaction: bool,
+    checkpoint_seq: int | None,
+) -> ReplayState:
+    f.seek(0)
+    if from_last_compaction and initial is None:
+        state = _rebuild_window(f, max_line_bytes, checkpoint_seq)
+        if state is not None:
+            return state
+        f.seek(0)
+    return fold_batches(iter_batches(f, max_line_bytes=max_line_bytes), initial)
 
 
 # --- the window after the last compaction ---------------------------------------------------

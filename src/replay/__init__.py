@@ -4,6 +4,8 @@
 """
 
 from ledger.reducer import ReplayState, apply, fold
+from replay._files import NotARegularFileError
+from replay.aio import alist_sessions, aread_replay, aread_stop_facts
 from replay.handoff import handoff_report
 from replay.replay import (
     Replay,
@@ -40,6 +42,7 @@ __all__ = [
     "INTERRUPTED_OUTPUT",
     "Eligibility",
     "MemoryView",
+    "NotARegularFileError",
     "Replay",
     "ReplayState",
     "ReplayTooLarge",
@@ -51,6 +54,9 @@ __all__ = [
     "Tier",
     "TokenCounter",
     "ToolPairing",
+    "alist_sessions",
+    "aread_replay",
+    "aread_stop_facts",
     "apply",
     "estimate_tokens",
     "fold",

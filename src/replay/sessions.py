@@ -9,7 +9,9 @@ for a root (SPEC rule 13).
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
@@ -28,6 +30,7 @@ from ledger.naming import (
     rollout_filename,
 )
 from ledger.records import SessionMeta
+from replay._files import NotARegularFileError, open_rollout_fd
 from replay.stop import (
     Eligibility,
     StopFacts,
@@ -51,7 +54,6 @@ __all__ = [
 
 _HEAD_LIMIT: Final = 4 * 1024 * 1024
 _SMALL_FILE: Final = 64 * 1024
-_OPEN_FLAGS: Final = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 _BOM: Final = b"\xef\xbb\xbf"
 
 
@@ -132,10 +134,13 @@ def iter_rollout_paths(root: str | os.PathLike[str]) -> Iterator[Path]:
 def list_sessions(root: str | os.PathLike[str]) -> tuple[SessionEntry, ...]:
     """One entry per rollout under ``root`` (recursively), oldest first.
 
-    A missing root lists nothing. Two files claiming one session id are both flagged
-    :attr:`SessionFlag.DUPLICATE_SESSION_ID`.
+    A missing root lists nothing; a root that is not a directory raises
+    ``NotADirectoryError``. A file that is not a regular file (replaced by a FIFO while
+    listing) is listed, flagged :attr:`SessionFlag.UNREADABLE`, never waited on. Two files
+    claiming one session id are both flagged :attr:`SessionFlag.DUPLICATE_SESSION_ID`.
     """
-    entries = [read_session_entry(p) for p in iter_rollout_paths(root)]
+    _check_root(root)
+    entries = [_session_entry(p, strict=False) for p in iter_rollout_paths(root)]
     counts = Counter(e.session_id for e in entries if e.session_id is not None)
     dupes = {sid for sid, n in counts.items() if n > 1}
     if dupes:
@@ -164,6 +169,21 @@ def list_sessions(root: str | os.PathLike[str]) -> tuple[SessionEntry, ...]:
     return tuple(entries)
 
 
+def _check_root(root: str | os.PathLike[str]) -> None:
+    try:
+        mode = os.stat(root).st_mode
+    except FileNotFoundError:
+        return
+    except OSError:
+        return  # the walk meets the same error and lists nothing, as it does for any subtree
+    if not stat.S_ISDIR(mode):
+        raise NotADirectoryError(
+            errno.ENOTDIR,
+            "not a directory: the root of a listing is the directory that holds the rollouts",
+            os.fspath(root),
+        )
+
+
 def _order(e: SessionEntry) -> tuple[float, str]:
     # Strings, not Paths: Path comparisons cost a quarter of listing 10,000 sessions.
     return (e.started_at.timestamp() if e.started_at is not None else float("-inf"), str(e.path))
@@ -174,15 +194,22 @@ def _flag(e: SessionEntry, flag: SessionFlag, note: str) -> SessionEntry:
 
 
 def read_session_entry(path: str | os.PathLike[str]) -> SessionEntry:
-    """The listing entry of one rollout: its first line and its tail, never its messages."""
-    p = path if isinstance(path, Path) else Path(path)
+    """The listing entry of one rollout: its first line and its tail, never its messages.
+
+    A file that cannot be read is returned flagged :attr:`SessionFlag.UNREADABLE`; a path that
+    is not a regular file raises :class:`~replay.NotARegularFileError` at once.
+    """
+    return _session_entry(path if isinstance(path, Path) else Path(path), strict=True)
+
+
+def _session_entry(p: Path, *, strict: bool) -> SessionEntry:
     flags: list[SessionFlag] = []
     notes: list[str] = []
     meta: SessionMeta | None = None
     size = 0
     why: str | None = None
     try:
-        fd = os.open(p, _OPEN_FLAGS)
+        fd = open_rollout_fd(p)
         try:
             size = os.fstat(fd).st_size
             first = os.read(fd, _SMALL_FILE)
@@ -199,6 +226,8 @@ def read_session_entry(path: str | os.PathLike[str]) -> SessionEntry:
         finally:
             os.close(fd)
     except OSError as exc:
+        if strict and isinstance(exc, NotARegularFileError):
+            raise
         flags.append(SessionFlag.UNREADABLE)
         notes.append(f"cannot read the file: {exc.strerror or exc}")
         stop = StopFacts(found=False)

@@ -22,6 +22,8 @@ import attrs
 
 from ledger.codec import RecordDecodeError, decode_record
 from ledger.records import AgentCheckpoint, SessionMeta, StopKind, Terminal
+from replay._checks import check_count
+from replay._files import open_rollout_fd
 
 __all__ = [
     "DEFAULT_SCAN_BUDGET",
@@ -113,11 +115,15 @@ def read_stop_facts(
     """Read the stop facts of the rollout at ``path`` from its tail only.
 
     Never raises for a file without stop records (``found=False``); raises ``OSError`` when the
-    file cannot be read.
+    file cannot be read, :class:`~replay.NotARegularFileError` (an ``OSError``) at once when
+    ``path`` is not a regular file.
     """
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        return stop_facts_from_file(f, size, scan_budget=scan_budget)
+    check_count("scan_budget", scan_budget)
+    fd = open_rollout_fd(path)
+    try:
+        return stop_facts_from_fd(fd, os.fstat(fd).st_size, scan_budget=scan_budget)
+    finally:
+        os.close(fd)
 
 
 def stop_facts_from_file(

@@ -22,6 +22,7 @@ import msgspec
 
 from ledger.damage import Degradation
 from ledger.messages import ContentPart, MediaPart, Message, Reasoning, Role, TextPart, raw_json
+from replay._checks import check_count
 from replay.replay import read_replay
 
 __all__ = [
@@ -190,6 +191,8 @@ def read_memory(
     (dropping encrypted payloads) and each tool output to ``tool_output_limit`` characters
     (``None`` keeps them whole). Shortened messages carry :data:`LOSSY_MARKER`.
     """
+    check_count("tool_output_limit", tool_output_limit)
+    check_count("reasoning_limit", reasoning_limit)
     rep = read_replay(path)
     pairing = repair_tool_pairs(rep.messages)
     out: list[Message] = []
