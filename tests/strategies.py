@@ -377,3 +377,35 @@ def tool_conversation_messages(draw: st.DrawFn) -> Message:
 
 tool_conversations = st.lists(tool_conversation_messages(), max_size=16)
 """Message sequences with tool calls and outputs in every order, duplicates included."""
+
+
+# --- read side: ids reused across turns (D11) ---------------------------------------------------
+
+
+@st.composite
+def numbered_tool_conversations(draw: st.DrawFn) -> list[Message]:
+    """Turns whose calls are numbered ``call_0``, ``call_1``... afresh, as some servers do.
+
+    Each turn's outputs may be missing, repeated, reordered or interleaved with user messages;
+    a few outputs name a call of no turn, or come before any call.
+    """
+    ms: list[Message] = []
+    if draw(st.booleans()):
+        ms.append(Message(role=Role.TOOL, tool_call_id="call_0", content="before any call"))
+    for turn in range(draw(st.integers(min_value=0, max_value=5))):
+        n = draw(st.integers(min_value=0, max_value=3))
+        ids = [f"call_{k}" for k in range(n)]
+        ms.append(
+            Message(
+                role=Role.ASSISTANT,
+                content=draw(st.none() | st.just(f"turn {turn}")),
+                tool_calls=tuple(ToolCall(id=i, name="shell", arguments=str(turn)) for i in ids),
+            )
+        )
+        answered = draw(st.lists(st.sampled_from([*ids, "call_9"]), max_size=4)) if ids else []
+        for i in answered:
+            if draw(st.integers(min_value=0, max_value=4)) == 0:
+                ms.append(Message(role=Role.USER, content="resume"))
+            ms.append(Message(role=Role.TOOL, tool_call_id=i, content=f"{i} of turn {turn}"))
+    return ms
+
