@@ -25,6 +25,7 @@ from replay import (
     Replay,
     ReplayTooLarge,
     estimate_tokens,
+    handoff_report,
     read_memory,
     read_replay,
     read_stop_facts,
@@ -366,6 +367,8 @@ def test_negative_limits_are_refused(tmp_path: Path) -> None:
         (lambda p: read_memory(p, tool_output_limit=2.0), TypeError, "tool_output_limit"),
         (lambda p: read_memory(p, reasoning_limit=-3), ValueError, "reasoning_limit"),
         (lambda p: read_memory(p, reasoning_limit=True), TypeError, "reasoning_limit"),
+        (lambda p: handoff_report(read_replay(p), recent_turns=1.5), TypeError, "recent_turns"),
+        (lambda p: handoff_report(read_replay(p), recent_turns=-1), ValueError, "recent_turns"),
     ],
 )
 def test_numeric_parameters_of_the_read_functions_are_checked(
