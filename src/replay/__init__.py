@@ -3,7 +3,6 @@
 ``replay`` imports ``ledger``; never the reverse.
 """
 
-from ledger.reducer import ReplayState, apply, fold
 from replay._files import NotARegularFileError
 from replay.aio import alist_sessions, aread_replay, aread_stop_facts
 from replay.handoff import handoff_report
@@ -44,7 +43,6 @@ __all__ = [
     "MemoryView",
     "NotARegularFileError",
     "Replay",
-    "ReplayState",
     "ReplayTooLarge",
     "SessionEntry",
     "SessionFlag",
@@ -57,9 +55,7 @@ __all__ = [
     "alist_sessions",
     "aread_replay",
     "aread_stop_facts",
-    "apply",
     "estimate_tokens",
-    "fold",
     "handoff_report",
     "list_sessions",
     "read_memory",
