@@ -423,7 +423,7 @@ def test_replay_over_budget_exits_3_with_the_handoff_report(demo_root: Path) -> 
     assert result.exit_code == 3
     doc = json.loads(result.stdout)
     assert doc["over_budget"] is True
-    assert doc["handoff_report"].startswith(f"# Hand-off: session {parent_id}")
+    assert doc["handoff_report"].startswith(f"# Hand-off: session ` {parent_id} `")
     assert len(doc["messages"]) == 9
     human = run("replay", parent_id, "--budget", "10", root=demo_root)
     assert human.exit_code == 3

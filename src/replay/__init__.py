@@ -6,6 +6,13 @@
 from replay._files import NotARegularFileError
 from replay.aio import alist_sessions, aread_replay, aread_stop_facts
 from replay.handoff import handoff_report
+from replay.lookup import (
+    AmbiguousSessionError,
+    DuplicateSessionError,
+    SessionLookupError,
+    SessionNotFoundError,
+    find_session,
+)
 from replay.replay import (
     Replay,
     ReplayTooLarge,
@@ -29,6 +36,7 @@ from replay.stop import (
     read_stop_facts,
     resume_eligibility,
 )
+from replay.verdict import Verdict, Verification, is_damage, verify_replay
 from replay.view import (
     INTERRUPTED_OUTPUT,
     MemoryView,
@@ -39,6 +47,8 @@ from replay.view import (
 
 __all__ = [
     "INTERRUPTED_OUTPUT",
+    "AmbiguousSessionError",
+    "DuplicateSessionError",
     "Eligibility",
     "MemoryView",
     "NotARegularFileError",
@@ -46,17 +56,23 @@ __all__ = [
     "ReplayTooLarge",
     "SessionEntry",
     "SessionFlag",
+    "SessionLookupError",
     "SessionNode",
+    "SessionNotFoundError",
     "SessionTree",
     "StopFacts",
     "Tier",
     "TokenCounter",
     "ToolPairing",
+    "Verdict",
+    "Verification",
     "alist_sessions",
     "aread_replay",
     "aread_stop_facts",
     "estimate_tokens",
+    "find_session",
     "handoff_report",
+    "is_damage",
     "list_sessions",
     "read_memory",
     "read_replay",
@@ -65,4 +81,5 @@ __all__ = [
     "repair_tool_pairs",
     "resume_eligibility",
     "session_tree",
+    "verify_replay",
 ]

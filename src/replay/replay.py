@@ -26,6 +26,7 @@ from ledger.reducer import ReplayState
 from replay._checks import check_budget, check_callable, check_count
 from replay._files import open_rollout
 from replay.stop import StopFacts, stop_facts_from_file
+from replay.verdict import damage
 
 __all__ = [
     "BYTES_PER_TOKEN",
@@ -109,6 +110,11 @@ class Replay:
     def exact(self) -> bool:
         """Verified and nothing degraded: the conversation is restored exactly."""
         return self.verified and not self.degraded
+
+    @property
+    def damage(self) -> tuple[Degradation, ...]:
+        """The degradations that mean damage (:func:`replay.is_damage`), as `verify` judges."""
+        return damage(self.degraded)
 
     @property
     def session_id(self) -> str | None:
