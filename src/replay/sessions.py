@@ -97,12 +97,13 @@ class SessionEntry:
         return self.parent_session_id is not None or self.delegation_id is not None
 
 
-def iter_rollout_paths(root: str | os.PathLike[str]) -> Iterator[Path]:
+def iter_rollout_paths(root: str | os.PathLike[str], *, ordered: bool = False) -> Iterator[Path]:
     """Every ``*.jsonl`` file under ``root``, recursively, skipping hidden directories.
 
     Symlinked directories are not followed, and a symlinked file is yielded only when its
     target lies inside ``root``: a link planted in the root never makes the listing read a
-    file elsewhere.
+    file elsewhere. With ``ordered``, each directory's files come by name, then its
+    subdirectories by name (memory follows the largest directory, not the tree).
     """
     stack = [os.fspath(root)]
     real_root: str | None = None
@@ -112,13 +113,15 @@ def iter_rollout_paths(root: str | os.PathLike[str]) -> Iterator[Path]:
             it = os.scandir(d)
         except OSError:
             continue
+        subdirs: list[str] = []
         with it:
-            for e in it:
+            found: Iterable[os.DirEntry[str]] = sorted(it, key=_name) if ordered else it
+            for e in found:
                 if e.name.startswith("."):
                     continue
                 try:
                     if e.is_dir(follow_symlinks=False):
-                        stack.append(e.path)
+                        subdirs.append(e.path)
                     elif e.name.endswith(ROLLOUT_SUFFIX) and e.is_file():
                         if e.is_symlink():
                             if real_root is None:
@@ -129,6 +132,11 @@ def iter_rollout_paths(root: str | os.PathLike[str]) -> Iterator[Path]:
                         yield Path(e.path)
                 except OSError:
                     continue
+        stack.extend(reversed(subdirs) if ordered else subdirs)
+
+
+def _name(e: os.DirEntry[str]) -> str:
+    return e.name
 
 
 def list_sessions(root: str | os.PathLike[str]) -> tuple[SessionEntry, ...]:

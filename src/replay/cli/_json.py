@@ -16,7 +16,7 @@ import msgspec
 
 from ledger.damage import Degradation
 from ledger.messages import Message
-from replay._cli_render import json_safe
+from replay.cli._render import json_safe
 
 if TYPE_CHECKING:
     from replay.stop import Eligibility, StopFacts
