@@ -62,6 +62,7 @@ def test_global_options_work_before_and_after_the_subcommand(root: Path, argv: l
         ["verify", "--all"],
         ["tree"],
         ["replay", "aaaa"],
+        ["grep", "careful"],
     ],
 )
 def test_every_data_command_takes_json_and_root_after_itself(root: Path, args: list[str]) -> None:
@@ -105,6 +106,7 @@ def _paths(doc: object) -> list[str]:
         ["verify", "--all"],
         ["verify", "aaaa", "./root/{bbbb}"],
         ["replay", "./root/{bbbb}"],
+        ["grep", "careful"],
     ],
 )
 def test_json_paths_are_absolute_everywhere(
@@ -134,9 +136,9 @@ def many_sessions(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.mark.parametrize("args", [["ls"], ["verify", "--all"]])
+@pytest.mark.parametrize("args", [["ls"], ["verify", "--all"], ["grep", "careful"]])
 def test_a_reader_that_leaves_early_is_no_error(many_sessions: Path, args: list[str]) -> None:
-    """`rollout ls | head -1` (or verify): exit 0 and nothing on stderr, as cat does."""
+    """`rollout ls | head -1` (or verify, grep): exit 0 and nothing on stderr, as cat does."""
     with subprocess.Popen(
         [sys.executable, "-m", "replay", "--root", str(many_sessions), *args],
         stdout=subprocess.PIPE,
@@ -220,7 +222,7 @@ def test_rollout_help_lists_every_subcommand_once() -> None:
     result = run("--help")
     names = list(cli.commands)
     assert names[:3] == ["ls", "tree", "show"]
-    assert len(names) == len(set(names)) >= 7
-    assert {"verify", "replay", "schema", "demo"} <= set(names)
+    assert len(names) == len(set(names)) >= 8
+    assert {"grep", "verify", "replay", "schema", "demo"} <= set(names)
     assert len(GROUPS) >= 5
     assert all(name in result.stdout for name in names)
