@@ -8,6 +8,7 @@ the child names a call that blocks instead of hanging the suite.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from ledger import StopKind
 from replay import (
@@ -24,6 +26,7 @@ from replay import (
     read_session_entry,
     read_stop_facts,
 )
+from replay.cli import cli
 from rollout_files import RolloutBuilder, conversation
 
 READERS: dict[str, Callable[[Path], object]] = {
@@ -86,9 +89,10 @@ def test_a_regular_file_still_reads(tmp_path: Path) -> None:
 _CHILD = r"""
 import asyncio, os, signal, sys
 from replay import (
-    aread_replay, aread_stop_facts, read_memory, read_replay, read_session_entry,
-    read_stop_facts,
+    NotARegularFileError, aread_replay, aread_stop_facts, read_memory, read_replay,
+    read_session_entry, read_stop_facts,
 )
+from replay.cli import cli
 
 class Hung(Exception):
     pass
@@ -106,6 +110,13 @@ calls = {
     "aread_replay": lambda p: asyncio.run(aread_replay(p)),
     "aread_stop_facts": lambda p: asyncio.run(aread_stop_facts(p)),
 }
+for cmd in (["show"], ["show", "--raw"], ["verify"], ["replay"], ["grep", "x", "--session"]):
+    def run(p, cmd=cmd):
+        code = cli.main(["--root", os.path.dirname(p), *cmd, p], standalone_mode=False)
+        if code not in (1, 2):
+            raise AssertionError(f"exit {code}")
+        raise NotARegularFileError(p, "as the command said on stderr")
+    calls["rollout " + " ".join(cmd)] = run
 from replay import NotARegularFileError
 for path in sys.argv[1:]:
     for name, call in calls.items():
@@ -138,6 +149,21 @@ def test_fifo_and_dev_zero_are_refused_at_once(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    outcomes = done.stdout.splitlines()
-    assert len(outcomes) == 2 * 7, done.stdout
+    outcomes = re.findall(r"^(?:fifo|zero)\.jsonl [^:]*: \w+$", done.stdout, re.MULTILINE)
+    assert len(outcomes) == 2 * 12, done.stdout
     assert [o for o in outcomes if not o.endswith(": NotARegularFileError")] == []
+    # Each command said why, once: on stderr, or in verify's FAILED line.
+    said = done.stdout + done.stderr
+    assert said.count("not a regular file (a FIFO)") == 5
+    assert said.count("not a regular file (a character device)") == 5
+    assert "Traceback" not in done.stderr
+
+
+def test_the_command_names_what_the_path_is(tmp_path: Path) -> None:
+    """`rollout show DIR.jsonl` fails on one line that says the path is a directory."""
+    d = tmp_path / "d.jsonl"
+    d.mkdir()
+    result = CliRunner().invoke(cli, ["--root", str(tmp_path), "show", str(d)])
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1
+    assert "not a regular file (a directory)" in result.stderr
