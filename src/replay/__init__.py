@@ -5,6 +5,7 @@
 
 from replay._files import NotARegularFileError
 from replay.aio import alist_sessions, aread_replay, aread_stop_facts
+from replay.eligibility import Eligibility, Tier, resume_eligibility
 from replay.handoff import handoff_report
 from replay.lookup import (
     AmbiguousSessionError,
@@ -20,22 +21,9 @@ from replay.replay import (
     estimate_tokens,
     read_replay,
 )
-from replay.sessions import (
-    SessionEntry,
-    SessionFlag,
-    SessionNode,
-    SessionTree,
-    list_sessions,
-    read_session_entry,
-    session_tree,
-)
-from replay.stop import (
-    Eligibility,
-    StopFacts,
-    Tier,
-    read_stop_facts,
-    resume_eligibility,
-)
+from replay.sessions import SessionEntry, SessionFlag, list_sessions, read_session_entry
+from replay.stop import StopFacts, read_stop_facts
+from replay.tree import SessionNode, SessionTree, session_tree
 from replay.verdict import Verdict, Verification, is_damage, verify_replay
 from replay.view import (
     INTERRUPTED_OUTPUT,

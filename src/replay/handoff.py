@@ -20,9 +20,9 @@ from typing import Final
 
 from ledger.messages import Message, Role
 from replay._checks import check_count
+from replay.eligibility import resume_eligibility
 from replay.pairing import pair_tool_calls
 from replay.replay import Replay
-from replay.stop import resume_eligibility
 
 __all__ = ["HEADINGS", "handoff_report"]
 

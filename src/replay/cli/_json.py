@@ -19,7 +19,8 @@ from ledger.messages import Message
 from replay.cli._render import json_safe
 
 if TYPE_CHECKING:
-    from replay.stop import Eligibility, StopFacts
+    from replay.eligibility import Eligibility
+    from replay.stop import StopFacts
 
 __all__ = [
     "JSON_VERSION",

@@ -12,7 +12,8 @@ from replay.cli._app import console, state, subcommand
 from replay.cli._json import dump, eligibility_json, stop_json, time_json
 from replay.cli._paths import parse_since, path_json
 from replay.cli._render import sessions_table, short_id
-from replay.sessions import SessionEntry, SessionNode, list_sessions, session_tree
+from replay.sessions import SessionEntry, list_sessions
+from replay.tree import SessionNode, session_tree
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -20,9 +20,10 @@ from replay.cli._render import (
     short_time,
     terminal_safe,
 )
+from replay.eligibility import Eligibility, resume_eligibility
 from replay.handoff import handoff_report
 from replay.replay import Replay, ReplayTooLarge, read_replay
-from replay.stop import Eligibility, StopFacts, resume_eligibility
+from replay.stop import StopFacts
 from replay.verdict import Verdict, verify_replay
 
 if TYPE_CHECKING:
