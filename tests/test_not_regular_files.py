@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from ledger import StopKind
 from replay import (
     NotARegularFileError,
+    list_sessions,
     read_memory,
     read_replay,
     read_session_entry,
@@ -77,6 +78,14 @@ def test_a_character_device_is_refused_by_every_reader(tmp_path: Path, reader: s
         READERS[reader](link)
 
 
+def test_a_listing_root_that_is_not_a_directory_is_refused(tmp_path: Path) -> None:
+    """list_sessions of a file raises NotADirectoryError; of a missing root, lists nothing."""
+    path = RolloutBuilder(tmp_path).extend(conversation()).write()
+    with pytest.raises(NotADirectoryError, match="not a directory"):
+        list_sessions(path)
+    assert list_sessions(tmp_path / "missing") == ()
+
+
 def test_a_regular_file_still_reads(tmp_path: Path) -> None:
     """The check lets a rollout through, through a symlink too."""
     path = RolloutBuilder(tmp_path).extend(conversation()).stop(StopKind.PAUSED).write()
@@ -118,6 +127,20 @@ for cmd in (["show"], ["show", "--raw"], ["verify"], ["replay"], ["grep", "x", "
         raise NotARegularFileError(p, "as the command said on stderr")
     calls["rollout " + " ".join(cmd)] = run
 from replay import NotARegularFileError
+def listed_in_a_race(p):
+    # The walk saw a regular file; by the open, it was replaced by this path's kind.
+    import replay.sessions as sessions
+    real = sessions.iter_rollout_paths
+    sessions.iter_rollout_paths = lambda root: iter([Path(p)])
+    try:
+        (entry,) = sessions.list_sessions(os.path.dirname(p))
+    finally:
+        sessions.iter_rollout_paths = real
+    assert sessions.SessionFlag.UNREADABLE in entry.flags, entry.flags
+    assert "not a regular file" in entry.notes[0], entry.notes
+    raise NotARegularFileError(p, entry.notes[0])
+calls["list_sessions (race)"] = listed_in_a_race
+from pathlib import Path
 for path in sys.argv[1:]:
     for name, call in calls.items():
         signal.alarm(5)
@@ -150,7 +173,7 @@ def test_fifo_and_dev_zero_are_refused_at_once(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     outcomes = re.findall(r"^(?:fifo|zero)\.jsonl [^:]*: \w+$", done.stdout, re.MULTILINE)
-    assert len(outcomes) == 2 * 12, done.stdout
+    assert len(outcomes) == 2 * 13, done.stdout
     assert [o for o in outcomes if not o.endswith(": NotARegularFileError")] == []
     # Each command said why, once: on stderr, or in verify's FAILED line.
     said = done.stdout + done.stderr
