@@ -139,3 +139,18 @@ def test_the_d10_recipe_adds_no_goal(tmp_path: Path) -> None:
     report = handoff_report(read_replay(b.terminal(StopKind.PAUSED, forged).write()))
     assert [text for _, text in headings(report)].count("Goal") == 1
     assert "\\x0a\\x0a## Goal" in report  # shown, as data, on the stop reason's line
+
+
+def test_open_calls_are_paired_per_turn(tmp_path: Path) -> None:
+    """A call_0 reused in a later turn and left unanswered is open, though call_0 was answered."""
+    ms = [
+        Message(role=Role.USER, content="Weather in Paris, then Rome?"),
+        Message(role=Role.ASSISTANT, tool_calls=(ToolCall(id="call_0", name="paris"),)),
+        Message(role=Role.TOOL, tool_call_id="call_0", content="Paris: 18C"),
+        Message(role=Role.ASSISTANT, tool_calls=(ToolCall(id="call_0", name="rome"),)),
+    ]
+    path = RolloutBuilder(tmp_path).extend(ms).stop(StopKind.PAUSED).write()
+    report = handoff_report(read_replay(path))
+    open_calls = report.split("## Open tool calls", 1)[1].split("## Degradations", 1)[0]
+    assert "` rome ` (id ` call_0 `)" in open_calls
+    assert "paris" not in open_calls
