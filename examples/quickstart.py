@@ -15,9 +15,8 @@ from ledger import (
     RolloutWriter,
     StopKind,
     ToolCall,
-    checkpoint_digest,
 )
-from ledger.reader import rebuild
+from replay import read_replay, resume_eligibility
 
 
 def main(directory: Path) -> None:
@@ -39,8 +38,11 @@ def main(directory: Path) -> None:
     path = writer.path
     print(f"paused after {len(memory)} messages: {path}")
 
-    # Second run: continue the same file, as a resumed session would.
-    resumed = rebuild(path)
+    # Second run: check that the session may be resumed as-is, then continue the same file.
+    resumed = read_replay(path)
+    decision = resume_eligibility(resumed.stop, meta=resumed.meta)
+    if not (decision.replayable and resumed.exact):
+        raise SystemExit(f"cannot resume exactly: {decision.reason}; {resumed.degraded}")
     with RolloutWriter.open(path) as writer:
         memory = ConversationMemory(max_size=50)
         memory.replace(resumed.messages)
@@ -49,18 +51,14 @@ def main(directory: Path) -> None:
         writer.stop(StopKind.COMPLETED, reason="answered")
     conversation = memory.snapshot()
 
-    # Read it back the way replay does: rebuild from the file, verify the last checkpoint.
-    again = rebuild(path)
-    exact = again.messages == conversation
-    verified = (
-        again.checkpoint is not None
-        and checkpoint_digest(again.at_checkpoint) == again.checkpoint.digest
-    )
-    print(f"rebuilt from the file: {len(again.messages)} messages, exact={exact}")
-    print(f"last checkpoint verified against the rebuilt messages: {verified}")
-    kind = again.terminal.stop_kind if again.terminal else "unknown"
-    print(f"stop kind: {kind}; degradations: {len(again.degraded)}")
-    if not (exact and verified and again.degraded == ()):
+    # Read it back the way a framework does: rebuilt from the file, verified against the last
+    # checkpoint's digest, every inexactness listed.
+    again = read_replay(path)
+    same = again.messages == conversation
+    print(f"rebuilt from the file: {len(again.messages)} messages, same as written: {same}")
+    print(f"last checkpoint verified against the rebuilt messages: {again.verified}")
+    print(f"stop kind: {again.stop.stop_kind}; degradations: {len(again.degraded)}")
+    if not (same and again.exact):
         raise SystemExit("the rollout did not come back exactly")
     if Message(role="user", content="How many lines does README.md have?") not in again.messages:
         raise SystemExit("the user's question is missing")

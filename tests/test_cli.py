@@ -18,9 +18,10 @@ from ledger import RolloutWriter, StopKind, json_schema, rollout_filename, with_
 from ledger.messages import Message, Reasoning, ToolCall
 from ledger.testing import abandon
 from replay import read_replay
-from replay._cli_paths import CliError, parse_since, resolve_root, resolve_target
-from replay._cli_render import pair_tool_outputs
 from replay.cli import cli
+from replay.cli._errors import CliError
+from replay.cli._paths import parse_since, resolve_root, resolve_target
+from replay.pairing import pair_tool_calls
 
 # --- helpers -----------------------------------------------------------------------------------
 
@@ -103,12 +104,31 @@ def test_unknown_option_is_a_usage_error_naming_the_subcommand() -> None:
 
 
 def test_root_option_wins_over_environment(tmp_path: Path) -> None:
-    """--root beats ROLLOUT_HOME, which beats ~/.rollout; an empty ROLLOUT_HOME counts as unset."""
+    """--root beats ROLLOUT_HOME, which beats ~/.rollout (used only when ROLLOUT_HOME is unset)."""
     env = {"ROLLOUT_HOME": str(tmp_path / "env")}
     assert resolve_root(str(tmp_path / "opt"), env) == tmp_path / "opt"
     assert resolve_root(None, env) == tmp_path / "env"
-    assert resolve_root(None, {"ROLLOUT_HOME": ""}) == Path.home() / ".rollout"
     assert resolve_root(None, {}) == Path.home() / ".rollout"
+
+
+@pytest.mark.parametrize(("option", "env"), [("", None), (" ", None), (None, ""), (None, "  ")])
+def test_an_empty_root_is_a_usage_error(option: str | None, env: str | None) -> None:
+    """`--root ''` or an empty ROLLOUT_HOME is refused, never a silent ~/.rollout."""
+    with pytest.raises(CliError, match="empty") as info:
+        resolve_root(option, {} if env is None else {"ROLLOUT_HOME": env})
+    assert info.value.exit_code == 2
+
+
+@pytest.mark.parametrize("argv", [["--root", "", "ls"], ["ls", "--root", ""], ["verify", "--all"]])
+def test_the_command_refuses_an_empty_root(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command exits 2 with one line for an empty --root (before or after) or ROLLOUT_HOME."""
+    monkeypatch.setenv("ROLLOUT_HOME", "")
+    result = run(*argv)
+    assert result.exit_code == 2
+    assert_one_line_error(result.stderr)
+    assert "empty" in result.stderr
 
 
 def test_unique_prefix_resolves_to_its_file(tmp_path: Path) -> None:
@@ -143,39 +163,47 @@ def test_unknown_prefix_is_a_clear_error(tmp_path: Path) -> None:
         resolve_target(tmp_path, "zzz")
 
 
-@pytest.mark.parametrize("bad", ["../x", "..", "a/b", "a\x00b", "-rf", "a_b", " "])
-def test_arguments_that_could_escape_the_root_are_refused(tmp_path: Path, bad: str) -> None:
-    """Ids with separators, '..', NUL or other characters never reach the file system."""
+@pytest.mark.parametrize("bad", ["x", "a/b", "a\x00b", "-rf", "a_b", " ", "abc1/.."])
+def test_ids_never_reach_the_file_system(
+    tmp_path: Path, bad: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An argument that is not a path is only compared with ids, even if a file has its name."""
     root = tmp_path / "root"
     fake_rollout(root, "abc1")
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "x").write_text("outside")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "b").write_text("outside")
     with pytest.raises(CliError):
         resolve_target(root, bad)
 
 
-def test_a_path_outside_the_root_is_refused_even_through_a_symlink(tmp_path: Path) -> None:
-    """A path argument must lie inside the root once symlinks are resolved."""
+def test_a_path_names_its_file_wherever_it_is(tmp_path: Path) -> None:
+    """A path argument is read where it points, inside the root, outside it, or through a link."""
     root = tmp_path / "root"
     outside = fake_rollout(tmp_path / "elsewhere", "abc1")
     root.mkdir()
     (root / "link.jsonl").symlink_to(outside)
-    with pytest.raises(CliError, match="outside the root"):
-        resolve_target(root, str(outside))
-    with pytest.raises(CliError, match="outside the root"):
-        resolve_target(root, str(root / "link.jsonl"))
+    assert resolve_target(root, str(outside)) == outside
+    assert resolve_target(root, str(root / "link.jsonl")).resolve() == outside
     inside = fake_rollout(root, "def2")
     assert resolve_target(root, str(inside)) == inside
+    with pytest.raises(CliError, match="no such file"):
+        resolve_target(root, str(tmp_path / "missing.jsonl"))
 
 
-def test_a_prefix_never_resolves_to_a_link_that_leads_outside(tmp_path: Path) -> None:
-    """Even when handed a planted link, id resolution refuses a file outside the root."""
+def test_a_prefix_never_resolves_to_a_link_that_leads_outside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Even when the walk hands it a planted link, id resolution refuses a file outside the root."""
     root = tmp_path / "root"
     root.mkdir()
     outside = fake_rollout(tmp_path / "elsewhere", "secret1")
     link = root / outside.name
     link.symlink_to(outside)
+    monkeypatch.setattr("replay.lookup.iter_rollout_paths", lambda _: iter([link]))
     with pytest.raises(CliError, match="outside the root"):
-        resolve_target(root, "secret", files=[link])
+        resolve_target(root, "secret")
 
 
 def test_since_accepts_durations_and_dates() -> None:
@@ -188,11 +216,38 @@ def test_since_accepts_durations_and_dates() -> None:
         parse_since("yesterday", now)
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        "999999999d",
+        "99999999999999999999w",
+        "9" * 5000 + "s",
+        "0001-01-01T00:00+01:00",
+        "\u0663d",
+        "9999-12-31T23:59-01:00",
+    ],
+)
+def test_since_out_of_range_is_a_usage_error(value: str) -> None:
+    """A duration or date out of the calendar's range is a usage error (exit 2), never a crash."""
+    with pytest.raises(CliError) as info:
+        parse_since(value, datetime(2026, 12, 2, tzinfo=UTC))
+    assert info.value.exit_code == 2
+
+
+def test_ls_since_out_of_range_exits_2_on_one_line(tmp_path: Path) -> None:
+    """The issue's recipe: `rollout ls --since 999999999d` is one line and exit 2."""
+    tmp_path.mkdir(exist_ok=True)
+    result = run("ls", "--since", "999999999d", root=tmp_path)
+    assert result.exit_code == 2
+    assert_one_line_error(result.stderr)
+    assert "out of range" in result.stderr
+
+
 # --- rendering -----------------------------------------------------------------------------------
 
 
 def test_tool_outputs_pair_with_their_calls_and_orphans_are_flagged() -> None:
-    """Each output goes under its call (all of them, last one counting); an orphan is flagged."""
+    """Each output goes under its call of its turn (the last one counting); orphans flagged."""
     messages = [
         Message(role="tool", tool_call_id="early", content="orphan"),
         Message(
@@ -203,10 +258,31 @@ def test_tool_outputs_pair_with_their_calls_and_orphans_are_flagged() -> None:
         Message(role="tool", tool_call_id="c1", content="first"),
         Message(role="tool", tool_call_id="c1", content="second"),
     ]
-    pairing = pair_tool_outputs(messages)
-    assert pairing.outputs == {"c1": (2, 3)}
-    assert pairing.inline == {2, 3}
+    pairing = pair_tool_calls(messages)
+    assert dict(pairing.outputs) == {(1, "c1"): (2, 3)}
+    assert set(pairing.answers) == {2, 3}
     assert pairing.orphans == {0}
+    assert [key for key, _ in pairing.open_calls()] == [(1, "c2")]
+
+
+def test_show_pairs_outputs_per_turn_when_ids_are_reused(tmp_path: Path) -> None:
+    """The D11 recipe in the transcript: call_0 of each turn shows its own output."""
+    weather = [
+        Message(role="user", content="Weather in Paris, then Rome?"),
+        Message(role="assistant", tool_calls=(ToolCall(id="call_0", name="paris_weather"),)),
+        Message(role="tool", tool_call_id="call_0", content="Paris: 18C"),
+        Message(role="assistant", tool_calls=(ToolCall(id="call_0", name="rome_weather"),)),
+        Message(role="tool", tool_call_id="call_0", content="Rome: 24C"),
+    ]
+    with RolloutWriter.create(tmp_path, session_id="weather") as w:
+        for m in weather:
+            w.append(m)
+        w.stop(StopKind.PAUSED)
+    out = run("show", "weather", root=tmp_path).stdout
+    assert out.index("paris_weather") < out.index("Paris: 18C") < out.index("rome_weather")
+    assert out.index("rome_weather") < out.index("Rome: 24C")
+    assert "superseded" not in out
+    assert "no output recorded" not in out
 
 
 # --- the demo and every subcommand on its output -------------------------------------------------
@@ -425,7 +501,7 @@ def test_replay_over_budget_exits_3_with_the_handoff_report(demo_root: Path) -> 
     assert result.exit_code == 3
     doc = json.loads(result.stdout)
     assert doc["over_budget"] is True
-    assert doc["handoff_report"].startswith(f"# Hand-off: session {parent_id}")
+    assert doc["handoff_report"].startswith(f"# Hand-off: session ` {parent_id} `")
     assert len(doc["messages"]) == 9
     human = run("replay", parent_id, "--budget", "10", root=demo_root)
     assert human.exit_code == 3
@@ -474,11 +550,11 @@ def test_tree_flags_a_child_without_coordinates(demo_root: Path) -> None:
     "args",
     [
         ("show", "nosuchsession"),
-        ("show", "../../etc/passwd"),
+        ("show", "./no/such/file.jsonl"),
         ("replay", "a/b"),
         ("verify", "zz"),
         ("tree", "zz"),
-        ("show", "/etc/hostname"),
+        ("show", "/no/such/file"),
     ],
 )
 def test_bad_session_arguments_fail_on_one_line(demo_root: Path, args: tuple[str, ...]) -> None:
@@ -506,7 +582,7 @@ def test_unexpected_failure_is_one_line_unless_debugging(
     def broken(*_: object, **__: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("replay.cli.list_sessions", broken)
+    monkeypatch.setattr("replay.cli.commands.listing.list_sessions", broken)
     result = run("ls", root=demo_root)
     assert result.exit_code == 1
     assert_one_line_error(result.stderr)
@@ -616,12 +692,10 @@ def test_damaged_head_is_listed_flagged_and_fails_verification(demo_root: Path) 
 
 def test_verify_many_files_prints_one_line_each_without_a_progress_bar(demo_root: Path) -> None:
     """With many files and stdout not a terminal, verify prints exactly one line per session."""
-    source = parent_file(demo_root)
     for n in range(10):
-        sid = f"copy{n:04d}"
-        (demo_root / "copies").mkdir(exist_ok=True)
-        target = demo_root / "copies" / rollout_filename(datetime(2026, 12, 1, tzinfo=UTC), sid)
-        shutil.copyfile(source, target)
+        with RolloutWriter.create(demo_root / "copies", session_id=f"copy{n:04d}") as w:
+            w.append(Message(role="user", content=f"copy {n}"))
+            w.stop(StopKind.PAUSED)
     result = run("verify", "--all", root=demo_root)
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -21,7 +22,16 @@ from ledger import (
 )
 from ledger.testing import abandon
 from ledger.writer import RolloutWriter
-from replay import Replay, ReplayTooLarge, estimate_tokens, read_replay, resume_eligibility
+from replay import (
+    Replay,
+    ReplayTooLarge,
+    estimate_tokens,
+    handoff_report,
+    read_memory,
+    read_replay,
+    read_stop_facts,
+    resume_eligibility,
+)
 from replay.replay import BYTES_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS
 from rollout_files import RolloutBuilder, conversation
 from strategies import message_lists
@@ -338,6 +348,46 @@ def test_negative_limits_are_refused(tmp_path: Path) -> None:
         read_replay(path, max_messages=-1)
     with pytest.raises(ValueError, match="token_budget"):
         read_replay(path, token_budget=-1)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "names"),
+    [
+        (lambda p: read_replay(p, max_messages=2.5), TypeError, "max_messages"),
+        (lambda p: read_replay(p, max_messages="3"), TypeError, "max_messages"),
+        (lambda p: read_replay(p, max_messages=True), TypeError, "max_messages"),
+        (lambda p: read_replay(p, max_messages=float("nan")), TypeError, "max_messages"),
+        (lambda p: read_replay(p, token_budget=float("nan")), ValueError, "token_budget"),
+        (lambda p: read_replay(p, token_budget=float("inf")), ValueError, "token_budget"),
+        (lambda p: read_replay(p, token_budget=-0.5), ValueError, "token_budget"),
+        (lambda p: read_replay(p, token_budget="10"), TypeError, "token_budget"),  # noqa: S106 - a budget, not a password
+        (lambda p: read_replay(p, token_budget=False), TypeError, "token_budget"),
+        (lambda p: read_replay(p, token_counter=3), TypeError, "token_counter"),
+        (lambda p: read_stop_facts(p, scan_budget=1.5), TypeError, "scan_budget"),
+        (lambda p: read_stop_facts(p, scan_budget=-1), ValueError, "scan_budget"),
+        (lambda p: read_memory(p, tool_output_limit=2.0), TypeError, "tool_output_limit"),
+        (lambda p: read_memory(p, reasoning_limit=-3), ValueError, "reasoning_limit"),
+        (lambda p: read_memory(p, reasoning_limit=True), TypeError, "reasoning_limit"),
+        (lambda p: handoff_report(read_replay(p), recent_turns=1.5), TypeError, "recent_turns"),
+        (lambda p: handoff_report(read_replay(p), recent_turns=-1), ValueError, "recent_turns"),
+    ],
+)
+def test_numeric_parameters_of_the_read_functions_are_checked(
+    tmp_path: Path, call: Callable[[Path], object], error: type[Exception], names: str
+) -> None:
+    """A wrong-typed, non-finite or negative parameter is refused with an error naming it."""
+    path = RolloutBuilder(tmp_path).extend(conversation()).stop(StopKind.PAUSED).write()
+    with pytest.raises(error, match=names):
+        call(path)
+
+
+def test_a_real_budget_is_accepted(tmp_path: Path) -> None:
+    """A float budget works like an int one: the comparison is with the estimate."""
+    path = RolloutBuilder(tmp_path).extend(conversation()).stop(StopKind.PAUSED).write()
+    tokens = read_replay(path).estimated_tokens
+    assert read_replay(path, token_budget=tokens + 0.5).estimated_tokens == tokens
+    with pytest.raises(ReplayTooLarge):
+        read_replay(path, token_budget=tokens - 0.5)
 
 
 def test_over_budget_raises_carrying_the_complete_replay(tmp_path: Path) -> None:

@@ -6,13 +6,15 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from ledger import Message, Reasoning, Role, StopKind, TextPart, ToolCall
 from ledger.messages import MediaPart
 from replay import INTERRUPTED_OUTPUT, read_memory, read_replay, repair_tool_pairs
+from replay.pairing import pair_tool_calls
 from replay.view import LOSSY_MARKER, SYNTHESIZED_MARKER
 from rollout_files import RolloutBuilder, conversation
-from strategies import tool_conversations
+from strategies import numbered_tool_conversations, tool_conversations
 
 
 def user(text: str) -> Message:
@@ -74,6 +76,35 @@ CASES = {
         0,
         0,
         1,
+    ),
+    # D11: servers that number calls afresh every turn reuse ids; each turn pairs on its own.
+    "id_reused_in_the_next_turn": (
+        [call("call_0"), out("call_0", "Paris"), call("call_0"), out("call_0", "Rome")],
+        [call("call_0"), out("call_0", "Paris"), call("call_0"), out("call_0", "Rome")],
+        0,
+        0,
+        0,
+    ),
+    "reused_id_without_output_in_its_turn": (
+        [call("call_0"), out("call_0", "Paris"), call("call_0"), user("stop")],
+        [call("call_0"), out("call_0", "Paris"), call("call_0"), "INT(call_0)", user("stop")],
+        0,
+        0,
+        1,
+    ),
+    "output_after_the_next_assistant_message_is_an_orphan": (
+        [call("c1"), user("wait"), Message(role=Role.ASSISTANT, content="ok"), out("c1", "late")],
+        [call("c1"), "INT(c1)", user("wait"), Message(role=Role.ASSISTANT, content="ok")],
+        0,
+        1,
+        1,
+    ),
+    "same_id_twice_in_one_message_is_one_call": (
+        [call("c1", "c1"), out("c1", "r")],
+        [call("c1", "c1"), out("c1", "r")],
+        0,
+        0,
+        0,
     ),
 }
 
@@ -139,26 +170,102 @@ def test_synthesised_output_is_clearly_marked() -> None:
     assert synth.truncation_marker == SYNTHESIZED_MARKER
 
 
-@given(ms=tool_conversations)
+def turns(ms: list[Message] | tuple[Message, ...]) -> list[list[Message]]:
+    """The sequence cut before every message that starts a turn (the first piece may be none)."""
+    pieces: list[list[Message]] = [[]]
+    for m in ms:
+        if m.role == Role.ASSISTANT or (m.role != Role.TOOL and m.tool_calls):
+            pieces.append([])
+        pieces[-1].append(m)
+    return pieces
+
+
+@given(ms=st.one_of(tool_conversations, numbered_tool_conversations()))
 def test_repaired_sequences_are_well_paired(ms: list[Message]) -> None:
-    """After repair every output answers an earlier call and every call has exactly one output."""
+    """After repair, in every turn, each output answers a call of that turn, once per call."""
     result = repair_tool_pairs(ms)
-    called: set[str] = set()
-    answered: list[str] = []
-    for m in result.messages:
-        if m.role == Role.TOOL:
-            assert m.tool_call_id in called
-            answered.append(m.tool_call_id)
-        called.update(c.id for c in m.tool_calls)
-    assert sorted(answered) == sorted(set(answered))
-    assert set(answered) == called
+    n_answered = 0
+    for piece in turns(result.messages):
+        called = {c.id for c in piece[0].tool_calls} if piece and piece[0].role != "tool" else set()
+        answered = [m.tool_call_id for m in piece if m.role == Role.TOOL]
+        assert set(answered) <= called
+        assert sorted(answered) == sorted(set(answered))
+        assert set(answered) == called
+        n_answered += len(answered)
     others = [m for m in ms if m.role != Role.TOOL]
     assert [m for m in result.messages if m.role != Role.TOOL] == others
     n_in = sum(m.role == Role.TOOL for m in ms)
-    assert n_in - result.superseded - result.orphan_outputs + result.synthesized == len(answered)
+    assert n_in - result.superseded - result.orphan_outputs + result.synthesized == n_answered
 
 
-@given(ms=tool_conversations)
+def _repair_one_turn(seq: list[Message]) -> tuple[list[Message], int, int, int]:
+    """An independent reference for one turn, where an id names one call: pairing by id.
+
+    The turn's first message holds its calls (a first piece without calls holds orphans only).
+    """
+    called = {c.id for c in seq[0].tool_calls} if seq and seq[0].role != Role.TOOL else set()
+    last: dict[str, Message] = {}
+    placed: set[str] = set()
+    superseded = orphans = 0
+    for m in seq:
+        if m.role == Role.TOOL:
+            if m.tool_call_id in called:
+                superseded += m.tool_call_id in last
+                last[m.tool_call_id] = m
+            else:
+                orphans += 1
+    out: list[Message] = []
+    for m in seq:
+        if m.role != Role.TOOL:
+            out.append(m)
+        elif m.tool_call_id in called and m.tool_call_id not in placed:
+            placed.add(m.tool_call_id)
+            out.append(last[m.tool_call_id])
+    missing = (
+        list(dict.fromkeys(c.id for c in seq[0].tool_calls if c.id not in last)) if seq else []
+    )
+    if missing:
+        # After the run of outputs that follows the turn's first message.
+        at = 1
+        while at < len(out) and out[at].role == Role.TOOL:
+            at += 1
+        names = {c.id: c.name for c in reversed(seq[0].tool_calls)}
+        out[at:at] = expand([f"INT({cid})" for cid in missing])
+        for m in out[at : at + len(missing)]:
+            assert m.tool_call_id is not None
+            assert names[m.tool_call_id] == "shell"
+    return out, superseded, orphans, len(missing)
+
+
+@given(ms=st.one_of(tool_conversations, numbered_tool_conversations()))
+def test_repair_agrees_with_a_turn_by_turn_reference(ms: list[Message]) -> None:
+    """Repair equals pairing by id inside each turn, turn after turn, ids reused across turns."""
+    expected: list[Message] = []
+    counts = [0, 0, 0]
+    for piece in turns(ms):
+        got, *n = _repair_one_turn(piece)
+        expected += got
+        counts = [a + b for a, b in zip(counts, n, strict=True)]
+    result = repair_tool_pairs(ms)
+    assert list(result.messages) == expected
+    assert [result.superseded, result.orphan_outputs, result.synthesized] == counts
+
+
+@given(ms=st.one_of(tool_conversations, numbered_tool_conversations()))
+def test_every_pairing_of_the_read_side_agrees(ms: list[Message]) -> None:
+    """The transcript and the hand-off see the calls and winning outputs that repair keeps."""
+    pairing = pair_tool_calls(ms)
+    repaired = repair_tool_pairs(ms).messages
+    winners = [ms[pairing.outputs[key][-1]] for key, _ in pairing.calls if key in pairing.outputs]
+    kept = [
+        m for m in repaired if m.role == Role.TOOL and m.truncation_marker != SYNTHESIZED_MARKER
+    ]
+    assert sorted(map(repr, winners)) == sorted(map(repr, kept))
+    synthesised = [m.tool_call_id for m in repaired if m.truncation_marker == SYNTHESIZED_MARKER]
+    assert synthesised == [key[1] for key, _ in pairing.open_calls()]
+
+
+@given(ms=st.one_of(tool_conversations, numbered_tool_conversations()))
 def test_repair_is_idempotent(ms: list[Message]) -> None:
     """Repairing a repaired sequence changes nothing."""
     once = repair_tool_pairs(ms)
@@ -167,7 +274,7 @@ def test_repair_is_idempotent(ms: list[Message]) -> None:
     assert not twice.changed
 
 
-@given(ms=tool_conversations)
+@given(ms=st.one_of(tool_conversations, numbered_tool_conversations()))
 def test_reader_and_repair_agree(
     tmp_path_factory: pytest.TempPathFactory, ms: list[Message]
 ) -> None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Final
 
 import attrs
 
-__all__ = ["Degradation", "DegradationKind", "is_damage"]
+__all__ = ["NOT_DAMAGE", "Degradation", "DegradationKind", "is_damage"]
 
 
 class DegradationKind(StrEnum):
@@ -34,7 +35,7 @@ class DegradationKind(StrEnum):
 # Inexactness that does not mean the file is damaged or was edited: a session still running or
 # resumed (no checkpoint yet, records after it), a compaction, a cap, a newer writer's records.
 # Every other kind, including kinds added later, is damage (default-deny).
-_NOT_DAMAGE = frozenset(
+NOT_DAMAGE: Final = frozenset(
     {
         DegradationKind.NO_CHECKPOINT,
         DegradationKind.AFTER_CHECKPOINT,
@@ -46,13 +47,16 @@ _NOT_DAMAGE = frozenset(
 )
 
 
-def is_damage(kind: DegradationKind | str) -> bool:
-    """Whether a degradation of this kind means the file is damaged or was edited.
+def is_damage(kind: DegradationKind | Degradation | str) -> bool:
+    """Whether a degradation (or its kind, or a kind as written) means the file is damaged or
+    was edited.
 
     The one verdict the writer (no checkpoint over damage), ``rollout verify`` and frameworks
     share. Default-deny: a kind not known to be benign, or not known at all, is damage.
     """
-    return kind not in _NOT_DAMAGE
+    if isinstance(kind, Degradation):
+        kind = kind.kind
+    return kind not in NOT_DAMAGE
 
 
 @attrs.frozen

@@ -227,7 +227,7 @@ def iter_file_entries(
 
 
 def rebuild(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | BinaryIO,
     *,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     initial: ReplayState | None = None,
@@ -243,7 +243,18 @@ def rebuild(
     reported (``window_start_line`` says where reading resumed). ``checkpoint_seq`` names a
     checkpoint the caller must see: the window is used only when the compaction precedes it.
     Whenever the window cannot be used safely, the whole file is folded.
+
+    ``path`` may also be a binary file already open (and seekable): it is read from its start
+    and left open, so a caller that checked what it opened reads that very file.
     """
+    if not isinstance(path, str | os.PathLike):
+        return rebuild_stream(
+            path,
+            max_line_bytes=max_line_bytes,
+            initial=initial,
+            from_last_compaction=from_last_compaction,
+            checkpoint_seq=checkpoint_seq,
+        )
     with open(path, "rb") as f:
         return rebuild_stream(
             f,

@@ -3,8 +3,17 @@
 ``replay`` imports ``ledger``; never the reverse.
 """
 
-from ledger.reducer import ReplayState, apply, fold
+from replay._files import NotARegularFileError
+from replay.aio import alist_sessions, aread_replay, aread_stop_facts
+from replay.eligibility import Eligibility, Tier, resume_eligibility
 from replay.handoff import handoff_report
+from replay.lookup import (
+    AmbiguousSessionError,
+    DuplicateSessionError,
+    SessionLookupError,
+    SessionNotFoundError,
+    find_session,
+)
 from replay.replay import (
     Replay,
     ReplayTooLarge,
@@ -12,22 +21,10 @@ from replay.replay import (
     estimate_tokens,
     read_replay,
 )
-from replay.sessions import (
-    SessionEntry,
-    SessionFlag,
-    SessionNode,
-    SessionTree,
-    list_sessions,
-    read_session_entry,
-    session_tree,
-)
-from replay.stop import (
-    Eligibility,
-    StopFacts,
-    Tier,
-    read_stop_facts,
-    resume_eligibility,
-)
+from replay.sessions import SessionEntry, SessionFlag, list_sessions, read_session_entry
+from replay.stop import StopFacts, read_stop_facts
+from replay.tree import SessionNode, SessionTree, session_tree
+from replay.verdict import Verdict, Verification, verify_replay
 from replay.view import (
     INTERRUPTED_OUTPUT,
     MemoryView,
@@ -38,22 +35,30 @@ from replay.view import (
 
 __all__ = [
     "INTERRUPTED_OUTPUT",
+    "AmbiguousSessionError",
+    "DuplicateSessionError",
     "Eligibility",
     "MemoryView",
+    "NotARegularFileError",
     "Replay",
-    "ReplayState",
     "ReplayTooLarge",
     "SessionEntry",
     "SessionFlag",
+    "SessionLookupError",
     "SessionNode",
+    "SessionNotFoundError",
     "SessionTree",
     "StopFacts",
     "Tier",
     "TokenCounter",
     "ToolPairing",
-    "apply",
+    "Verdict",
+    "Verification",
+    "alist_sessions",
+    "aread_replay",
+    "aread_stop_facts",
     "estimate_tokens",
-    "fold",
+    "find_session",
     "handoff_report",
     "list_sessions",
     "read_memory",
@@ -63,4 +68,5 @@ __all__ = [
     "repair_tool_pairs",
     "resume_eligibility",
     "session_tree",
+    "verify_replay",
 ]

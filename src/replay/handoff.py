@@ -2,107 +2,158 @@
 
 Rendered from a :class:`~replay.replay.Replay`, typically the one carried by
 :class:`~replay.replay.ReplayTooLarge`, so the file is not read again.
+
+The report seeds a fresh model session, and everything in it that comes from the file (ids,
+names, stop reasons, error text, message text, tool arguments, degradation details) is hostile
+input: it must never add a section or close the block it sits in (ADR 0042). Every such value
+is shown as data: a short value as an inline code span on one line (line breaks and control
+characters shown as escapes, the backtick fence longer than any run of backticks inside), a
+long text as a fenced block whose fence is longer than any run of backticks inside. Only the
+fixed headings below are headings.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from typing import Final
 
 from ledger.messages import Message, Role
+from replay._checks import check_count
+from replay.eligibility import resume_eligibility
+from replay.pairing import pair_tool_calls
 from replay.replay import Replay
-from replay.stop import resume_eligibility
 
-__all__ = ["handoff_report"]
+__all__ = ["HEADINGS", "handoff_report"]
+
+HEADINGS: Final = ("Goal", "Recent turns", "Open tool calls", "Degradations")
+"""The second-level headings of every report, in order (the second one also says how many)."""
 
 _GOAL_CHARS: Final = 2000
 _TURN_CHARS: Final = 400
+_BACKTICKS: Final = re.compile(r"`+")
+# What a reader (a terminal, a Markdown renderer, a model's tokenizer) may take for a line
+# break or a control: C0, DEL, C1, the Unicode line and paragraph separators, and format
+# characters (bidirectional overrides can make text read in another order than it is).
+_UNSAFE_CATEGORIES: Final = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 
 
-def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+def _escape_char(c: str) -> str:
+    n = ord(c)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
 
 
-def _block(text: str, limit: int) -> str:
-    text = text.strip()
+def _visible(text: str, *, keep_newlines: bool) -> str:
+    """``text`` with every unsafe character shown as an escape (tab and, if kept, newline too)."""
+    if text.isascii() and text.isprintable():
+        return text
+    kept = "\n\t" if keep_newlines else ""
+    return "".join(
+        _escape_char(c) if c not in kept and unicodedata.category(c) in _UNSAFE_CATEGORIES else c
+        for c in text
+    )
+
+
+def _fence_for(text: str, minimum: int) -> str:
+    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=0)
+    return "`" * max(minimum, longest + 1)
+
+
+def _code(value: object, limit: int = _TURN_CHARS) -> str:
+    """``value`` as an inline code span on one line, whatever it holds."""
+    text = _visible(str(value), keep_newlines=False)
     if len(text) > limit:
-        text = text[:limit].rstrip() + f"\n\n[... {len(text) - limit} more characters]"
-    return "\n".join(f"> {line}" if line else ">" for line in text.splitlines())
+        text = text[: limit - 3] + "..."
+    fence = _fence_for(text, 1)
+    # A space on each side is stripped by the renderer; it keeps a backtick at either end of
+    # the value from joining the fence.
+    return f"{fence} {text} {fence}"
+
+
+def _fenced(text: str, limit: int) -> list[str]:
+    """``text`` as a fenced block that nothing inside can close, with a note when cut."""
+    text = _visible(text.strip("\n"), keep_newlines=True)
+    more = len(text) - limit
+    if more > 0:
+        text = text[:limit]
+    fence = _fence_for(text, 3)
+    lines = [f"{fence}text", *text.split("\n"), fence]
+    if more > 0:
+        lines.append(f"({more} more characters not shown)")
+    return lines
 
 
 def _summary(m: Message) -> str:
     parts = []
     text = m.text()
     if text:
-        parts.append(_one_line(text, _TURN_CHARS))
+        parts.append(_code(" ".join(text.split())))
     if m.tool_calls:
-        parts.append("calls " + ", ".join(f"`{c.name}` ({c.id})" for c in m.tool_calls))
+        parts.append(
+            "calls " + ", ".join(f"{_code(c.name)} (id {_code(c.id)})" for c in m.tool_calls)
+        )
     if m.role == Role.TOOL and m.tool_call_id:
-        parts.append(f"output of {m.tool_call_id}{' (error)' if m.is_error else ''}")
+        parts.append(f"output of {_code(m.tool_call_id)}{' (error)' if m.is_error else ''}")
     if m.reasoning:
         parts.append(f"{len(m.reasoning)} reasoning block(s)")
     return "; ".join(parts) or "(empty)"
 
 
-def _open_calls(messages: tuple[Message, ...]) -> list[tuple[str, str, str]]:
-    answered = {m.tool_call_id for m in messages if m.role == Role.TOOL}
-    seen: set[str] = set()
-    out = []
-    for m in messages:
-        for c in m.tool_calls:
-            if c.id not in answered and c.id not in seen:
-                seen.add(c.id)
-                out.append((c.id, c.name, c.arguments))
-    return out
-
-
 def handoff_report(replay: Replay, *, recent_turns: int = 8) -> str:
-    """Render ``replay`` as Markdown: goal, state, recent turns, open tool calls, degradations."""
+    """Render ``replay`` as Markdown: goal, state, recent turns, open tool calls, degradations.
+
+    The headings are ``# Hand-off: ...`` and then :data:`HEADINGS`, always, in that order; text
+    from the file can neither add one nor remove one.
+    """
+    check_count("recent_turns", recent_turns)
     meta = replay.meta
-    sid = meta.session_id if meta is not None else "unknown session"
-    agent = f" ({meta.agent_name})" if meta is not None and meta.agent_name else ""
+    sid = _code(meta.session_id) if meta is not None else "(unknown session)"
+    agent = f" (agent {_code(meta.agent_name)})" if meta is not None and meta.agent_name else ""
     stop = replay.stop
     decision = resume_eligibility(stop, meta=meta)
     lines = [f"# Hand-off: session {sid}{agent}", ""]
-    lines.append(f"- File: `{replay.path.name}`")
+    lines.append(f"- File: {_code(replay.path.name)}")
     if meta is not None:
-        lines.append(f"- Started: {meta.started_at.isoformat()}")
+        lines.append(f"- Started: {_code(meta.started_at.isoformat())}")
         if meta.parent_session_id or meta.delegation_id:
             lines.append(
-                f"- Delegated by session {meta.parent_session_id or '(missing)'}, "
-                f"call {meta.delegation_id or '(missing)'}"
+                f"- Delegated by session {_code(meta.parent_session_id or '(missing)')}, "
+                f"call {_code(meta.delegation_id or '(missing)')}"
             )
-    lines.append(f"- Stop: {stop.describe()}" + (f": {stop.reason}" if stop.reason else ""))
+    lines.append(f"- Stop: {_code(stop.describe())}")
+    if stop.reason:
+        lines.append(f"- Stop reason: {_code(stop.reason)}")
     if stop.terminal is not None and stop.terminal.error is not None:
         err = stop.terminal.error
-        lines.append(f"- Error: {err.type}: {_one_line(err.message, _TURN_CHARS)}")
-    lines.append(f"- Resume: {decision.reason}")
+        lines.append(f"- Error: {_code(err.type)}: {_code(err.message)}")
+    lines.append(f"- Resume: {_code(decision.reason)}")
     lines.append(
         f"- Messages: {replay.total_messages} ({len(replay.messages)} replayed), about "
         f"{replay.estimated_tokens} tokens; "
         + ("verified against its last checkpoint" if replay.verified else "not verified")
     )
-    lines += ["", "## Goal", ""]
+    lines += ["", f"## {HEADINGS[0]}", ""]
     goal = next((m for m in replay.messages if m.role == Role.USER), None)
     if goal is None:
         lines.append("(no user message in the replayed conversation)")
     else:
-        lines.append(_block(goal.text() or "(no text)", _GOAL_CHARS))
+        lines += _fenced(goal.text() or "(no text)", _GOAL_CHARS)
     recent = replay.messages[-recent_turns:] if recent_turns > 0 else ()
-    lines += ["", f"## Recent turns (last {len(recent)})", ""]
+    lines += ["", f"## {HEADINGS[1]} (last {len(recent)})", ""]
     if not recent:
         lines.append("(none)")
     for m in recent:
-        lines.append(f"- **{m.role}**: {_summary(m)}")
-    open_calls = _open_calls(replay.messages)
-    lines += ["", "## Open tool calls", ""]
+        lines.append(f"- **{m.role.value}**: {_summary(m)}")
+    open_calls = pair_tool_calls(replay.messages).open_calls()
+    lines += ["", f"## {HEADINGS[2]}", ""]
     if not open_calls:
         lines.append("(none)")
-    for cid, name, args in open_calls:
-        lines.append(f"- `{name}` ({cid}): `{_one_line(args, 200)}`")
-    lines += ["", "## Degradations", ""]
+    for _, call in open_calls:
+        lines.append(f"- {_code(call.name)} (id {_code(call.id)}): {_code(call.arguments, 200)}")
+    lines += ["", f"## {HEADINGS[3]}", ""]
     if not replay.degraded:
         lines.append("(none: restored exactly)" if replay.verified else "(none)")
     for d in replay.degraded:
-        lines.append(f"- {d}")
+        where = f"line {d.line}, " if d.line is not None else ""
+        lines.append(f"- {where}{d.kind.value}: {_code(d.detail)}")
     return "\n".join(lines) + "\n"

@@ -23,7 +23,10 @@ from ledger.messages import Message
 from ledger.reader import rebuild
 from ledger.records import AgentCheckpoint, SessionMeta, Terminal
 from ledger.reducer import ReplayState
-from replay.stop import StopFacts, read_stop_facts
+from replay._checks import check_budget, check_callable, check_count
+from replay._files import open_rollout
+from replay.stop import StopFacts, stop_facts_from_file
+from replay.verdict import damage
 
 __all__ = [
     "BYTES_PER_TOKEN",
@@ -109,6 +112,11 @@ class Replay:
         return self.verified and not self.degraded
 
     @property
+    def damage(self) -> tuple[Degradation, ...]:
+        """The degradations that mean damage (:func:`ledger.is_damage`), as `verify` judges."""
+        return damage(self.degraded)
+
+    @property
     def session_id(self) -> str | None:
         """The session id from ``session_meta``, when the file has one."""
         return self.meta.session_id if self.meta is not None else None
@@ -121,7 +129,7 @@ class ReplayTooLarge(Exception):  # noqa: N818 - the public name is fixed by the
     file again.
     """
 
-    def __init__(self, replay: Replay, budget: int) -> None:
+    def __init__(self, replay: Replay, budget: float) -> None:
         self.replay = replay
         self.budget = budget
         super().__init__(
@@ -134,7 +142,7 @@ class ReplayTooLarge(Exception):  # noqa: N818 - the public name is fixed by the
 def read_replay(
     path: str | os.PathLike[str],
     *,
-    token_budget: int | None = None,
+    token_budget: float | None = None,
     max_messages: int | None = None,
     token_counter: TokenCounter | None = None,
     whole_file: bool = False,
@@ -149,20 +157,24 @@ def read_replay(
     By default only the window after the last compaction is read, so time and memory follow
     the replayed window, not the file; damage in the lines before it (which the compaction
     replaced) is then not looked at. ``whole_file=True`` reads every line, as an audit does.
+
+    A path that is not a regular file (a FIFO, a device, a directory) raises
+    :class:`~replay.NotARegularFileError` at once. A parameter of the wrong type raises
+    ``TypeError``, a negative or non-finite one ``ValueError``, each naming the parameter.
     """
-    if max_messages is not None and max_messages < 0:
-        raise ValueError(f"max_messages must be 0 or more, not {max_messages}")
-    if token_budget is not None and token_budget < 0:
-        raise ValueError(f"token_budget must be 0 or more, not {token_budget}")
-    stop = read_stop_facts(path)
-    # Only the window after the last compaction is read (memory follows the window, not the
-    # file), unless the checkpoint to verify lies before that compaction or the tail scan could
-    # not tell where the last checkpoint is.
-    state = rebuild(
-        path,
-        from_last_compaction=not (whole_file or stop.exhausted),
-        checkpoint_seq=stop.checkpoint.seq if stop.checkpoint is not None else None,
-    )
+    check_budget("token_budget", token_budget)
+    check_count("max_messages", max_messages)
+    check_callable("token_counter", token_counter)
+    with open_rollout(path) as f:
+        stop = stop_facts_from_file(f, os.fstat(f.fileno()).st_size)
+        # Only the window after the last compaction is read (memory follows the window, not
+        # the file), unless the checkpoint to verify lies before that compaction or the tail
+        # scan could not tell where the last checkpoint is.
+        state = rebuild(
+            f,
+            from_last_compaction=not (whole_file or stop.exhausted),
+            checkpoint_seq=stop.checkpoint.seq if stop.checkpoint is not None else None,
+        )
     return replay_from_state(
         state,
         Path(path),
@@ -178,11 +190,14 @@ def replay_from_state(
     path: Path,
     *,
     stop: StopFacts,
-    token_budget: int | None = None,
+    token_budget: float | None = None,
     max_messages: int | None = None,
     token_counter: TokenCounter | None = None,
 ) -> Replay:
     """Verify, cap and measure a folded state (the second half of :func:`read_replay`)."""
+    check_budget("token_budget", token_budget)
+    check_count("max_messages", max_messages)
+    check_callable("token_counter", token_counter)
     degraded = list(state.degraded)
     verified = _verify(state, degraded)
     if state.pending_reasoning:

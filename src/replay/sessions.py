@@ -1,4 +1,4 @@
-"""Listing the rollouts under a root, and the delegation tree they form.
+"""Listing the rollouts under a root (the delegation tree they form is in :mod:`replay.tree`).
 
 :func:`list_sessions` reads only the first line (``session_meta``) and the tail (stop facts) of
 each file: it never rebuilds messages, so its cost does not grow with the conversations. A file
@@ -9,7 +9,9 @@ for a root (SPEC rule 13).
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
@@ -29,30 +31,20 @@ from ledger.naming import (
     session_token,
 )
 from ledger.records import SessionMeta
-from replay.stop import (
-    Eligibility,
-    StopFacts,
-    Tier,
-    child_without_coordinates,
-    resume_eligibility,
-    stop_facts_from_bytes,
-    stop_facts_from_fd,
-)
+from replay._files import NotARegularFileError, open_rollout_fd
+from replay.eligibility import Eligibility, Tier, child_without_coordinates, resume_eligibility
+from replay.stop import StopFacts, stop_facts_from_bytes, stop_facts_from_fd
 
 __all__ = [
     "SessionEntry",
     "SessionFlag",
-    "SessionNode",
-    "SessionTree",
     "iter_rollout_paths",
     "list_sessions",
     "read_session_entry",
-    "session_tree",
 ]
 
 _HEAD_LIMIT: Final = 4 * 1024 * 1024
 _SMALL_FILE: Final = 64 * 1024
-_OPEN_FLAGS: Final = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 _BOM: Final = b"\xef\xbb\xbf"
 
 
@@ -96,12 +88,13 @@ class SessionEntry:
         return self.parent_session_id is not None or self.delegation_id is not None
 
 
-def iter_rollout_paths(root: str | os.PathLike[str]) -> Iterator[Path]:
+def iter_rollout_paths(root: str | os.PathLike[str], *, ordered: bool = False) -> Iterator[Path]:
     """Every ``*.jsonl`` file under ``root``, recursively, skipping hidden directories.
 
     Symlinked directories are not followed, and a symlinked file is yielded only when its
     target lies inside ``root``: a link planted in the root never makes the listing read a
-    file elsewhere.
+    file elsewhere. With ``ordered``, each directory's files come by name, then its
+    subdirectories by name (memory follows the largest directory, not the tree).
     """
     stack = [os.fspath(root)]
     real_root: str | None = None
@@ -111,13 +104,15 @@ def iter_rollout_paths(root: str | os.PathLike[str]) -> Iterator[Path]:
             it = os.scandir(d)
         except OSError:
             continue
+        subdirs: list[str] = []
         with it:
-            for e in it:
+            found: Iterable[os.DirEntry[str]] = sorted(it, key=_name) if ordered else it
+            for e in found:
                 if e.name.startswith("."):
                     continue
                 try:
                     if e.is_dir(follow_symlinks=False):
-                        stack.append(e.path)
+                        subdirs.append(e.path)
                     elif e.name.endswith(ROLLOUT_SUFFIX) and e.is_file():
                         if e.is_symlink():
                             if real_root is None:
@@ -128,15 +123,23 @@ def iter_rollout_paths(root: str | os.PathLike[str]) -> Iterator[Path]:
                         yield Path(e.path)
                 except OSError:
                     continue
+        stack.extend(reversed(subdirs) if ordered else subdirs)
+
+
+def _name(e: os.DirEntry[str]) -> str:
+    return e.name
 
 
 def list_sessions(root: str | os.PathLike[str]) -> tuple[SessionEntry, ...]:
     """One entry per rollout under ``root`` (recursively), oldest first.
 
-    A missing root lists nothing. Two files claiming one session id are both flagged
-    :attr:`SessionFlag.DUPLICATE_SESSION_ID`.
+    A missing root lists nothing; a root that is not a directory raises
+    ``NotADirectoryError``. A file that is not a regular file (replaced by a FIFO while
+    listing) is listed, flagged :attr:`SessionFlag.UNREADABLE`, never waited on. Two files
+    claiming one session id are both flagged :attr:`SessionFlag.DUPLICATE_SESSION_ID`.
     """
-    entries = [read_session_entry(p) for p in iter_rollout_paths(root)]
+    _check_root(root)
+    entries = [_session_entry(p, strict=False) for p in iter_rollout_paths(root)]
     counts = Counter(e.session_id for e in entries if e.session_id is not None)
     dupes = {sid for sid, n in counts.items() if n > 1}
     if dupes:
@@ -165,6 +168,21 @@ def list_sessions(root: str | os.PathLike[str]) -> tuple[SessionEntry, ...]:
     return tuple(entries)
 
 
+def _check_root(root: str | os.PathLike[str]) -> None:
+    try:
+        mode = os.stat(root).st_mode
+    except FileNotFoundError:
+        return
+    except OSError:
+        return  # the walk meets the same error and lists nothing, as it does for any subtree
+    if not stat.S_ISDIR(mode):
+        raise NotADirectoryError(
+            errno.ENOTDIR,
+            "not a directory: the root of a listing is the directory that holds the rollouts",
+            os.fspath(root),
+        )
+
+
 def _order(e: SessionEntry) -> tuple[float, str]:
     # Strings, not Paths: Path comparisons cost a quarter of listing 10,000 sessions.
     return (e.started_at.timestamp() if e.started_at is not None else float("-inf"), str(e.path))
@@ -175,15 +193,22 @@ def _flag(e: SessionEntry, flag: SessionFlag, note: str) -> SessionEntry:
 
 
 def read_session_entry(path: str | os.PathLike[str]) -> SessionEntry:
-    """The listing entry of one rollout: its first line and its tail, never its messages."""
-    p = path if isinstance(path, Path) else Path(path)
+    """The listing entry of one rollout: its first line and its tail, never its messages.
+
+    A file that cannot be read is returned flagged :attr:`SessionFlag.UNREADABLE`; a path that
+    is not a regular file raises :class:`~replay.NotARegularFileError` at once.
+    """
+    return _session_entry(path if isinstance(path, Path) else Path(path), strict=True)
+
+
+def _session_entry(p: Path, *, strict: bool) -> SessionEntry:
     flags: list[SessionFlag] = []
     notes: list[str] = []
     meta: SessionMeta | None = None
     size = 0
     why: str | None = None
     try:
-        fd = os.open(p, _OPEN_FLAGS)
+        fd = open_rollout_fd(p)
         try:
             size = os.fstat(fd).st_size
             first = os.read(fd, _SMALL_FILE)
@@ -200,6 +225,8 @@ def read_session_entry(path: str | os.PathLike[str]) -> SessionEntry:
         finally:
             os.close(fd)
     except OSError as exc:
+        if strict and isinstance(exc, NotARegularFileError):
+            raise
         flags.append(SessionFlag.UNREADABLE)
         notes.append(f"cannot read the file: {exc.strerror or exc}")
         stop = StopFacts(found=False)
@@ -295,81 +322,3 @@ def _parse_head(head: bytes) -> tuple[SessionMeta | None, str | None]:
         kind = getattr(record, "type", None) or type(record).__name__
         return None, f"a {kind!r} record where session_meta was expected"
     return record, None
-
-
-@attrs.frozen
-class SessionNode:
-    """A session in the delegation tree, with the children it delegated to."""
-
-    entry: SessionEntry
-    children: tuple[SessionNode, ...] = ()
-
-
-@attrs.frozen
-class SessionTree:
-    """The delegation tree of listed sessions.
-
-    ``roots`` are sessions without coordinates (each with its descendants); ``detached`` are
-    delegated children that cannot be attached: coordinates missing, a parent that is not
-    listed, or a cycle. They are listed, never taken for roots.
-    """
-
-    roots: tuple[SessionNode, ...]
-    detached: tuple[SessionNode, ...]
-
-    def walk(self) -> Iterator[tuple[int, SessionNode]]:
-        """``(depth, node)`` for every node, roots first then detached, depth-first."""
-        for top in (*self.roots, *self.detached):
-            stack = [(0, top)]
-            while stack:
-                depth, node = stack.pop()
-                yield depth, node
-                stack.extend((depth + 1, c) for c in reversed(node.children))
-
-
-def session_tree(entries: Iterable[SessionEntry]) -> SessionTree:
-    """Build the delegation tree: each child under the session named by its parent session id.
-
-    When two files claim one session id, children attach to the first listed.
-    """
-    items = list(entries)
-    by_id: dict[str, int] = {}
-    for i, e in enumerate(items):
-        if e.session_id is not None:
-            by_id.setdefault(e.session_id, i)
-    children: dict[int, list[int]] = {}
-    tops: list[int] = []
-    detached: list[int] = []
-    for i, e in enumerate(items):
-        if not e.is_child:
-            tops.append(i)
-            continue
-        parent = by_id.get(e.parent_session_id) if e.parent_session_id else None
-        if parent is None or parent == i:
-            detached.append(i)
-        else:
-            children.setdefault(parent, []).append(i)
-    placed: set[int] = set()
-
-    def build(i: int) -> SessionNode:
-        # Iterative post-order: delegation chains can be deep, and a cycle must not recurse.
-        order: list[int] = []
-        stack = [i]
-        while stack:
-            j = stack.pop()
-            if j in placed:
-                continue
-            placed.add(j)
-            order.append(j)
-            stack.extend(children.get(j, ()))
-        nodes: dict[int, SessionNode] = {}
-        for j in reversed(order):
-            kids = tuple(nodes[k] for k in children.get(j, ()) if k in nodes)
-            nodes[j] = SessionNode(entry=items[j], children=kids)
-        return nodes[i]
-
-    roots = [build(i) for i in tops]
-    loose = [build(i) for i in detached if i not in placed]
-    # Whatever is still unplaced sits on a cycle of parent ids: show it, detached.
-    loose += [build(i) for i in range(len(items)) if i not in placed]
-    return SessionTree(roots=tuple(roots), detached=tuple(loose))

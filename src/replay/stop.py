@@ -1,4 +1,4 @@
-"""Stop facts read from the tail of a rollout, and the resume eligibility they imply.
+"""Stop facts read from the tail of a rollout; their eligibility is in :mod:`replay.eligibility`.
 
 A session stops on its terminal path by writing an ``agent_checkpoint`` and then a ``terminal``
 record, so for a session that stopped cleanly both are in the last few kilobytes of the file:
@@ -8,29 +8,25 @@ resume has records after its last checkpoint; the backward scan then skips lines
 a checkpoint by looking at their first bytes only (every line is encoded with ``{"type":"...``
 first), within a bounded scan budget.
 
-:func:`resume_eligibility` turns the facts into a default-deny decision (SPEC rule 10).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from enum import StrEnum
 from typing import BinaryIO, Final
 
 import attrs
 
 from ledger.codec import RecordDecodeError, decode_record
-from ledger.records import AgentCheckpoint, SessionMeta, StopKind, Terminal
+from ledger.records import AgentCheckpoint, StopKind, Terminal
+from replay._checks import check_count
+from replay._files import open_rollout_fd
 
 __all__ = [
     "DEFAULT_SCAN_BUDGET",
-    "Eligibility",
     "StopFacts",
-    "Tier",
-    "child_without_coordinates",
     "read_stop_facts",
-    "resume_eligibility",
     "stop_facts_from_bytes",
     "stop_facts_from_fd",
     "stop_facts_from_file",
@@ -113,11 +109,15 @@ def read_stop_facts(
     """Read the stop facts of the rollout at ``path`` from its tail only.
 
     Never raises for a file without stop records (``found=False``); raises ``OSError`` when the
-    file cannot be read.
+    file cannot be read, :class:`~replay.NotARegularFileError` (an ``OSError``) at once when
+    ``path`` is not a regular file.
     """
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        return stop_facts_from_file(f, size, scan_budget=scan_budget)
+    check_count("scan_budget", scan_budget)
+    fd = open_rollout_fd(path)
+    try:
+        return stop_facts_from_fd(fd, os.fstat(fd).st_size, scan_budget=scan_budget)
+    finally:
+        os.close(fd)
 
 
 def stop_facts_from_file(
@@ -279,159 +279,3 @@ class _BackwardScan:
                     too_long = True
         if line_end > 0 or carry:
             yield 0, line_end, None if too_long else carry
-
-
-class Tier(StrEnum):
-    """The resume tiers, from replayable as-is to unknown."""
-
-    REPLAYABLE = "replayable"
-    NOTHING_TO_RESUME = "nothing_to_resume"
-    HAND_OFF = "hand_off"
-    INTERRUPTED = "interrupted"
-    LIMIT_REACHED = "limit_reached"
-    KILLED = "killed"
-    CLOSED = "closed"
-    NO_COORDINATES = "no_coordinates"
-    UNKNOWN = "unknown"
-
-
-@attrs.frozen
-class Eligibility:
-    """Whether a session can be replayed as-is, its tier, and a reason a person can read."""
-
-    replayable: bool
-    tier: Tier
-    reason: str
-
-    def __attrs_post_init__(self) -> None:
-        if not self.reason:
-            raise ValueError("an eligibility decision needs a reason")
-
-
-def child_without_coordinates(meta: SessionMeta | None) -> bool:
-    """A delegated child that lacks one of its coordinates (parent session id, delegation id).
-
-    An empty value is as missing as an absent one (SPEC rule 13); a file with neither is a root.
-    """
-    if meta is None:
-        return False
-    parent, delegation = meta.parent_session_id, meta.delegation_id
-    if parent is None and delegation is None:
-        return False
-    return not parent or not delegation
-
-
-def resume_eligibility(facts: StopFacts, *, meta: SessionMeta | None = None) -> Eligibility:
-    """Decide whether the session whose stop facts are ``facts`` can be replayed as-is.
-
-    Default-deny: only a session paused or cancelled (or a legacy terminal record without a
-    stop kind, taken as cancelled) is replayable. With ``meta``, a delegated child whose
-    coordinates are missing is not replayable either.
-    """
-    decision = _classify(facts)
-    if decision.replayable and child_without_coordinates(meta):
-        return Eligibility(
-            replayable=False,
-            tier=Tier.NO_COORDINATES,
-            reason="a delegated child without its coordinates (parent session id and delegation "
-            "id): it cannot be attached back to its parent, so it is not replayable as-is",
-        )
-    return decision
-
-
-def _classify(facts: StopFacts) -> Eligibility:
-    if not facts.found:
-        why = (
-            f"no checkpoint or terminal record in the last {facts.bytes_scanned} bytes scanned"
-            if facts.exhausted
-            else "the file has no checkpoint or terminal record (killed before its first stop?)"
-        )
-        return Eligibility(replayable=False, tier=Tier.UNKNOWN, reason=f"stop unknown: {why}")
-    if facts.terminal is None:
-        after = (
-            f"; {facts.records_after} record(s) written after it are not covered"
-            if facts.records_after
-            else ""
-        )
-        return Eligibility(
-            replayable=False,
-            tier=Tier.KILLED,
-            reason="killed: the last checkpoint has no terminal record after it, so how the "
-            f"session stopped is unknown{after}; replay it to verify, or hand off",
-        )
-    if facts.terminal.stop_kind is None:
-        return Eligibility(
-            replayable=True,
-            tier=Tier.REPLAYABLE,
-            reason="legacy terminal record without a stop kind, taken as cancelled: "
-            "replayable as-is",
-        )
-    return _classify_kind(facts.terminal.stop_kind)
-
-
-def _classify_kind(kind: str) -> Eligibility:
-    # Matched on the string as written, so that a kind this library does not know and a
-    # member nobody claimed meet the same default branch, which denies. Every member is named
-    # on purpose: the test that walks StopKind turns red on a member added but not claimed.
-    match kind:
-        case StopKind.PAUSED:
-            return Eligibility(
-                replayable=True, tier=Tier.REPLAYABLE, reason="paused: replayable as-is"
-            )
-        case StopKind.CANCELLED:
-            return Eligibility(
-                replayable=True, tier=Tier.REPLAYABLE, reason="cancelled: replayable as-is"
-            )
-        case StopKind.COMPLETED:
-            return Eligibility(
-                replayable=False,
-                tier=Tier.NOTHING_TO_RESUME,
-                reason="completed: nothing to resume",
-            )
-        case StopKind.FAILED:
-            return Eligibility(
-                replayable=False,
-                tier=Tier.HAND_OFF,
-                reason="failed: hand off to a fresh session instead of replaying the failure",
-            )
-        case StopKind.ERROR:
-            return Eligibility(
-                replayable=False,
-                tier=Tier.HAND_OFF,
-                reason="stopped on an error: hand off to a fresh session instead",
-            )
-        case StopKind.INTERRUPTED:
-            return Eligibility(
-                replayable=False,
-                tier=Tier.INTERRUPTED,
-                reason="interrupted mid-turn: the last turn may be incomplete; hand off, or "
-                "replay with care after checking its open tool calls",
-            )
-        case StopKind.MAX_TURNS:
-            return Eligibility(
-                replayable=False,
-                tier=Tier.LIMIT_REACHED,
-                reason="stopped at its turn limit: replaying would hit it again; hand off",
-            )
-        case StopKind.BUDGET_EXHAUSTED:
-            return Eligibility(
-                replayable=False,
-                tier=Tier.LIMIT_REACHED,
-                reason="stopped with its budget exhausted: replaying would exhaust it again; "
-                "hand off",
-            )
-        case StopKind.CLOSED:
-            return Eligibility(
-                replayable=False,
-                tier=Tier.CLOSED,
-                reason="closed without a stop kind: the writer was closed (or its process "
-                "exited) without saying how the session stopped, so the last turn may be "
-                "incomplete; replay it to check, then resume with care or hand off",
-            )
-        case _:
-            return Eligibility(
-                replayable=False,
-                tier=Tier.UNKNOWN,
-                reason=f"unknown stop kind {kind!r} (written by a newer version?): not "
-                "replayable until this library knows it (default deny)",
-            )

@@ -1,8 +1,8 @@
 """The lossy memory view, and the tool-pairing normalisation it shares with frameworks.
 
 :func:`repair_tool_pairs` makes a message sequence acceptable to a provider: every tool output
-answers a tool call made before it, every call has exactly one output (SPEC rule 12: when one
-call has several outputs the last wins, at the position of the first). It is exported for
+answers a tool call of its turn, every call has exactly one output (SPEC rule 12: when one call
+has several outputs the last wins, at the position of the first). It is exported for
 frameworks to run before calling a provider, and :func:`read_memory` runs the very same
 function, so the two cannot disagree.
 
@@ -21,7 +21,18 @@ import attrs
 import msgspec
 
 from ledger.damage import Degradation
-from ledger.messages import ContentPart, MediaPart, Message, Reasoning, Role, TextPart, raw_json
+from ledger.messages import (
+    ContentPart,
+    MediaPart,
+    Message,
+    Reasoning,
+    Role,
+    TextPart,
+    ToolCall,
+    raw_json,
+)
+from replay._checks import check_count
+from replay.pairing import pair_tool_calls
 from replay.replay import read_replay
 
 __all__ = [
@@ -78,67 +89,50 @@ class ToolPairing:
 
 
 def repair_tool_pairs(messages: Iterable[Message]) -> ToolPairing:
-    """Pair every tool call with exactly one output, as providers require.
+    """Pair every tool call with exactly one output, as providers require, turn by turn.
 
-    - Several outputs for one call id: the last one wins, at the position of the first; the
+    Calls and outputs pair within their turn (:mod:`replay.pairing`, ADR 0041): an id reused
+    in a later turn names a new call.
+
+    - Several outputs for one call: the last one wins, at the position of the first; the
       others are dropped and counted as ``superseded``.
-    - An output whose id no earlier call has (or with no id): dropped, counted as orphan.
+    - An output that answers no call of its turn (or has no id): dropped, counted as orphan.
     - A call without output: an output is synthesised, marked ``is_error`` and
       :data:`SYNTHESIZED_MARKER`, with :data:`INTERRUPTED_OUTPUT` as content, placed after the
-      outputs that follow its assistant message.
+      outputs that follow its message.
 
     Messages other than tool outputs are kept as they are, in order.
     """
     seq: Sequence[Message] = messages if isinstance(messages, Sequence) else tuple(messages)
-    called: set[str] = set()
-    first_at: dict[str, int] = {}
-    last_output: dict[str, Message] = {}
-    keep: list[bool] = []
-    superseded = 0
-    orphans = 0
-    for i, m in enumerate(seq):
-        if m.role == Role.TOOL:
-            cid = m.tool_call_id
-            if cid is None or cid not in called:
-                orphans += 1
-                keep.append(False)
-                continue
-            if cid in first_at:
-                superseded += 1
-                keep.append(False)
-            else:
-                first_at[cid] = i
-                keep.append(True)
-            last_output[cid] = m
-            continue
-        keep.append(True)
-        for call in m.tool_calls:
-            called.add(call.id)
+    pairing = pair_tool_calls(seq)
+    open_by_turn: dict[int, list[ToolCall]] = {}
+    for (turn, _), call in pairing.open_calls():
+        open_by_turn.setdefault(turn, []).append(call)
     out: list[Message] = []
-    synthesized = 0
-    # Synthesised outputs wait until the run of outputs after their assistant message ends.
+    superseded = 0
+    # Synthesised outputs wait until the run of outputs after their message ends.
     waiting: list[Message] = []
-    answered = first_at.keys()
     for i, m in enumerate(seq):
-        if not keep[i]:
-            continue
         if m.role == Role.TOOL:
-            cid = m.tool_call_id
-            if cid is not None:  # always: outputs without an id were not kept
-                out.append(last_output[cid])
+            key = pairing.answers.get(i)
+            if key is None:
+                continue  # an orphan, counted below
+            answers = pairing.outputs[key]
+            if answers[0] == i:
+                out.append(seq[answers[-1]])
+            else:
+                superseded += 1
             continue
         out.extend(waiting)
         waiting.clear()
         out.append(m)
-        for call in m.tool_calls:
-            if call.id not in answered:
-                waiting.append(_interrupted_output(call.id, call.name))
-                synthesized += 1
-                # A call id repeated without output gets one synthesised output only.
-                first_at[call.id] = -1
+        waiting.extend(_interrupted_output(c.id, c.name) for c in open_by_turn.get(i, ()))
     out.extend(waiting)
     return ToolPairing(
-        messages=tuple(out), superseded=superseded, orphan_outputs=orphans, synthesized=synthesized
+        messages=tuple(out),
+        superseded=superseded,
+        orphan_outputs=len(pairing.orphans),
+        synthesized=sum(len(v) for v in open_by_turn.values()),
     )
 
 
@@ -190,6 +184,8 @@ def read_memory(
     (dropping encrypted payloads) and each tool output to ``tool_output_limit`` characters
     (``None`` keeps them whole). Shortened messages carry :data:`LOSSY_MARKER`.
     """
+    check_count("tool_output_limit", tool_output_limit)
+    check_count("reasoning_limit", reasoning_limit)
     rep = read_replay(path)
     pairing = repair_tool_pairs(rep.messages)
     out: list[Message] = []

@@ -16,10 +16,9 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
-import attrs
-
 from ledger.damage import Degradation
 from ledger.messages import MediaPart, Message, OpaquePart, Reasoning, Role, TextPart, ToolCall
+from replay.pairing import pair_tool_calls
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -28,12 +27,10 @@ if TYPE_CHECKING:
     from replay.sessions import SessionEntry
 
 __all__ = [
-    "TranscriptPairing",
     "json_safe",
     "safe_console",
     "terminal_safe",
     "human_size",
-    "pair_tool_outputs",
     "render_degradations",
     "render_transcript",
     "sessions_table",
@@ -67,6 +64,12 @@ def safe_console(**kwargs: object) -> Console:
     from rich.segment import Segment
 
     class _SafeConsole(Console):
+        def on_broken_pipe(self) -> None:
+            # rich would exit with status 1; the command decides (ADR 0043: a reader that
+            # left early is no error), so say nothing more and let the error reach it.
+            self.quiet = True
+            raise BrokenPipeError
+
         def _render_buffer(self, buffer: Iterable[Segment]) -> str:
             return super()._render_buffer(
                 seg if seg.control else Segment(terminal_safe(seg.text), seg.style, None)
@@ -118,42 +121,6 @@ def human_size(n: int | None) -> str:
 def _fold(text: str, limit: int) -> str:
     one = " ".join(text.split())
     return one if len(one) <= limit else one[: limit - 1] + "\u2026"
-
-
-@attrs.frozen
-class TranscriptPairing:
-    """Which tool outputs belong under which call, for drawing a transcript.
-
-    ``outputs[call_id]`` lists the indexes of the tool messages answering that call, in file
-    order (the last one is the one that counts, SPEC rule 12); ``inline`` holds the indexes drawn
-    under their call instead of in place; ``orphans`` the tool messages whose call never appeared
-    before them.
-    """
-
-    outputs: dict[str, tuple[int, ...]]
-    inline: frozenset[int]
-    orphans: frozenset[int]
-
-
-def pair_tool_outputs(messages: Sequence[Message]) -> TranscriptPairing:
-    """Pair every tool call with the tool messages that answer it (by ``tool_call_id``)."""
-    seen_calls: set[str] = set()
-    outputs: dict[str, list[int]] = {}
-    orphans: set[int] = set()
-    for i, m in enumerate(messages):
-        for call in m.tool_calls:
-            seen_calls.add(call.id)
-        if m.role == Role.TOOL:
-            if m.tool_call_id is not None and m.tool_call_id in seen_calls:
-                outputs.setdefault(m.tool_call_id, []).append(i)
-            else:
-                orphans.add(i)
-    inline = frozenset(i for idx in outputs.values() for i in idx)
-    return TranscriptPairing(
-        outputs={k: tuple(v) for k, v in outputs.items()},
-        inline=inline,
-        orphans=frozenset(orphans),
-    )
 
 
 def _content_text(m: Message) -> str:
@@ -213,8 +180,8 @@ def _output_block(console: Console, m: Message, label: str, full: bool, style: s
 def _call_block(
     console: Console,
     call: ToolCall,
+    answers: tuple[int, ...],
     messages: Sequence[Message],
-    pairing: TranscriptPairing,
     full: bool,
 ) -> None:
     from rich.text import Text
@@ -223,7 +190,6 @@ def _call_block(
     head.append(f" [{call.id}] ", style="dim")
     head.append(call.arguments if full else _fold(call.arguments, _FOLD))
     console.print(head)
-    answers = pairing.outputs.get(call.id, ())
     if not answers:
         console.print(Text("    no output recorded (interrupted?)", style="bold yellow"))
         return
@@ -234,12 +200,17 @@ def _call_block(
 
 
 def render_transcript(console: Console, messages: Sequence[Message], *, full: bool = False) -> None:
-    """Draw a conversation: roles, folded reasoning, each tool call with its outputs under it."""
+    """Draw a conversation: roles, folded reasoning, each tool call with its outputs under it.
+
+    Outputs are paired with calls per turn (:mod:`replay.pairing`), as the repair for
+    providers pairs them; an output that answers no call of its turn is flagged as an orphan.
+    """
     from rich.text import Text
 
-    pairing = pair_tool_outputs(messages)
+    pairing = pair_tool_calls(messages)
+    inline = pairing.answers.keys()
     for i, m in enumerate(messages):
-        if i in pairing.inline:
+        if i in inline:
             continue
         head = Text(f"#{i + 1} ", style="dim")
         head.append(str(m.role), style=_ROLE_STYLE.get(m.role, "bold"))
@@ -249,7 +220,7 @@ def render_transcript(console: Console, messages: Sequence[Message], *, full: bo
             head.append(" anchored", style="dim")
         if i in pairing.orphans:
             head.append(
-                f" orphan output for call {m.tool_call_id or '?'} (no such call before it)",
+                f" orphan output for call {m.tool_call_id or '?'} (no such call in its turn)",
                 style="bold yellow",
             )
         console.print(head)
@@ -260,8 +231,12 @@ def render_transcript(console: Console, messages: Sequence[Message], *, full: bo
             body = Text("  ")
             body.append(text if full or m.role != Role.SYSTEM else _fold(text, _FOLD))
             console.print(body)
+        seen: set[str] = set()
         for call in m.tool_calls:
-            _call_block(console, call, messages, pairing, full)
+            if call.id in seen:
+                continue  # the same id twice in one message is one call
+            seen.add(call.id)
+            _call_block(console, call, pairing.outputs.get((i, call.id), ()), messages, full)
 
 
 def sessions_table(entries: Sequence[SessionEntry]) -> Table:

@@ -23,7 +23,7 @@ from replay import (
     read_replay,
     resume_eligibility,
 )
-from replay._cli_render import sessions_table, short_id
+from replay.cli._render import sessions_table, short_id
 
 if TYPE_CHECKING:
     from rich.console import Console

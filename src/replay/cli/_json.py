@@ -16,10 +16,11 @@ import msgspec
 
 from ledger.damage import Degradation
 from ledger.messages import Message
-from replay._cli_render import json_safe
+from replay.cli._render import json_safe
 
 if TYPE_CHECKING:
-    from replay.stop import Eligibility, StopFacts
+    from replay.eligibility import Eligibility
+    from replay.stop import StopFacts
 
 __all__ = [
     "JSON_VERSION",

@@ -1,0 +1,261 @@
+"""The `rollout` group: global options, exit statuses, one-line errors, command registration.
+
+Exit statuses: 0 ok; 1 an error or a failed verification; 2 a wrong command line; 3 `replay
+--budget` over budget (ADR 0040); `grep` follows grep (ADR 0045). Every failure is one line on
+stderr. The global options ``--root`` and ``--json`` are accepted before the subcommand and
+after it (the later one wins). rich is imported inside the commands, so importing this module
+(or ``replay``) stays light.
+
+A subcommand is declared with :func:`subcommand` in a module of :mod:`replay.cli.commands`,
+which gives it the global options; :mod:`replay.cli` adds them to the group (ADR 0043).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
+
+import click
+
+from replay.cli._errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
+from replay.cli._paths import existing_root, resolve_root, resolve_target
+from replay.cli._render import safe_console, terminal_safe
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = [
+    "RolloutCommand",
+    "State",
+    "cli",
+    "console",
+    "exit_with",
+    "main",
+    "state",
+    "subcommand",
+]
+
+_DEBUG_ENV: Final = "ROLLOUT_DEBUG"
+_PIPE_WIDTH: Final = 160
+_ROOT_KEY: Final = "rollout.root"
+_JSON_KEY: Final = "rollout.json"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _fail(prog: str, message: str, code: int) -> int:
+    click.echo(terminal_safe(f"{prog}: error: {_one_line(message)}"), err=True)
+    return code
+
+
+class RolloutCommand(click.Command):
+    """A subcommand that knows whether it has JSON output (the global ``--json`` needs one)."""
+
+    def __init__(self, *args: Any, json_output: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.json_output = json_output
+
+
+class _RolloutGroup(click.Group):
+    """A group whose failures are one line on stderr and an exit status, never a traceback."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        # The order the command modules register them in: the order an operator meets them.
+        return list(self.commands)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if ctx.meta.get(_JSON_KEY) and cmd is not None and not getattr(cmd, "json_output", False):
+            raise click.UsageError(f"`{name}` has no JSON output; leave out --json", ctx)
+        return name, cmd, rest
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        prog = prog_name or "rollout"
+        code = self._run(args, prog, complete_var, **extra)
+        if standalone_mode:
+            code = _flush_stdout(code)
+            sys.exit(code)
+        return code
+
+    def _run(
+        self, args: Sequence[str] | None, prog: str, complete_var: str | None, **extra: Any
+    ) -> int:
+        try:
+            rv = super().main(args, prog, complete_var, standalone_mode=False, **extra)
+        except CliError as exc:
+            return _fail(prog, exc.message, exc.exit_code)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else prog
+            hint = f" (see '{where} --help')" if exc.ctx is not None else ""
+            return _fail(where, exc.format_message() + hint, EXIT_USAGE)
+        except click.ClickException as exc:
+            return _fail(prog, exc.format_message(), exc.exit_code)
+        except click.Abort:
+            click.echo(f"{prog}: interrupted", err=True)
+            return 130
+        except BrokenPipeError:
+            # `rollout ls | head -1`: the reader has what it wanted; say nothing, as cat does.
+            _silence_stdout()
+            return EXIT_OK
+        except OSError as exc:
+            return _fail(prog, _describe_os_error(exc), EXIT_ERROR)
+        except Exception as exc:
+            if os.environ.get(_DEBUG_ENV):
+                raise
+            return _fail(
+                prog,
+                f"internal error: {type(exc).__name__}: {exc} "
+                f"(set {_DEBUG_ENV}=1 to see the traceback, and please report it)",
+                EXIT_ERROR,
+            )
+        return rv if isinstance(rv, int) else EXIT_OK
+
+
+def _flush_stdout(code: int) -> int:
+    """Flush what is buffered now, so that a reader gone away is not reported at exit."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+    except (OSError, ValueError):
+        pass
+    return code
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _describe_os_error(exc: OSError) -> str:
+    what = exc.strerror or str(exc) or type(exc).__name__
+    return f"{exc.filename}: {what}" if exc.filename else what
+
+
+def _remember_root(ctx: click.Context, _: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        ctx.meta[_ROOT_KEY] = value
+    return value
+
+
+def _remember_json(ctx: click.Context, _: click.Parameter, value: bool) -> bool:
+    if value:
+        ctx.meta[_JSON_KEY] = True
+    return value
+
+
+_root_option = click.option(
+    "--root",
+    metavar="DIR",
+    expose_value=False,
+    callback=_remember_root,
+    help="Directory of rollouts [default: $ROLLOUT_HOME, else ~/.rollout].",
+)
+_json_option = click.option(
+    "--json",
+    is_flag=True,
+    expose_value=False,
+    callback=_remember_json,
+    help="Print JSON (see docs/cli.md) instead of text.",
+)
+
+
+class State:
+    """What the global options say, read when a command asks (so that they may come last)."""
+
+    def __init__(self, meta: dict[str, Any]) -> None:
+        self._meta = meta
+
+    @property
+    def root(self) -> Path:
+        """The root: --root, else $ROLLOUT_HOME, else ~/.rollout."""
+        return resolve_root(self._meta.get(_ROOT_KEY))
+
+    @property
+    def json(self) -> bool:
+        """Whether --json was given, before or after the subcommand."""
+        return bool(self._meta.get(_JSON_KEY))
+
+    def existing_root(self) -> Path:
+        """The root, which must be a directory."""
+        return existing_root(self.root)
+
+    def target(self, arg: str) -> Path:
+        """The file a PATH|SESSION_ID argument names."""
+        return resolve_target(self.root, arg)
+
+
+def state() -> State:
+    """The global options of the command being run."""
+    return State(click.get_current_context().meta)
+
+
+def subcommand(
+    name: str, *, json_output: bool = False, **attrs: Any
+) -> Callable[[F], RolloutCommand]:
+    """Declare a subcommand, with ``--root`` (and ``--json`` when it prints JSON).
+
+    :mod:`replay.cli` adds every subcommand its command modules declare to the group.
+    """
+
+    def decorate(f: F) -> RolloutCommand:
+        f = _root_option(f)
+        if json_output:
+            f = _json_option(f)
+        return click.command(name, cls=RolloutCommand, json_output=json_output, **attrs)(f)
+
+    return decorate
+
+
+def console(stderr: bool = False) -> Console:
+    """A console that never sends control characters from a file, plain and wide when piped."""
+    # Colour and width follow the terminal; piped output is plain text, wide enough that
+    # table rows are not cut (an inherited COLUMNS describes some other terminal).
+    c = safe_console(stderr=stderr, highlight=False, soft_wrap=True)
+    if not c.is_terminal:
+        c.width = _PIPE_WIDTH
+    return c
+
+
+def exit_with(code: int) -> NoReturn:
+    """Leave the command with ``code`` (after its output)."""
+    raise click.exceptions.Exit(code)
+
+
+@click.group(
+    cls=_RolloutGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@_root_option
+@_json_option
+@click.version_option(package_name="rollout-ledger", prog_name="rollout")
+def cli() -> None:
+    """Inspect, verify and replay the rollouts (append-only JSONL session ledgers) of LLM agents.
+
+    Exit status: 0 ok; 1 error or failed verification; 2 bad usage; 3 replay over budget
+    (grep: 0 hits, 1 none, 2 trouble). --root and --json may also follow the subcommand.
+    """
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The console script: run the command and exit with its status."""
+    cli.main(args=argv, prog_name="rollout")

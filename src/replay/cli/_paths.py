@@ -1,0 +1,156 @@
+"""Where the `rollout` command looks: the root, and what a PATH or SESSION_ID argument names.
+
+Kept apart from the click wiring so that the rules (ADR 0040, ADR 0044) are plain functions: the
+root is ``--root``, else ``$ROLLOUT_HOME``, else ``~/.rollout`` (an empty value is a mistake,
+never a silent default); an argument that looks like a path names that file wherever it is; any
+other argument is a session id or prefix, resolved under the root by :func:`replay.find_session`
+from file names only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Final
+
+from ledger.naming import ROLLOUT_SUFFIX
+from replay.cli._errors import EXIT_USAGE, CliError
+from replay.lookup import SessionLookupError, find_session
+
+__all__ = [
+    "existing_root",
+    "looks_like_path",
+    "parse_since",
+    "path_json",
+    "resolve_root",
+    "resolve_target",
+    "rollout_files",
+]
+
+_ENV: Final = "ROLLOUT_HOME"
+
+
+def _no_nul(value: str, what: str) -> str:
+    if "\x00" in value:
+        raise CliError(f"{what} {value!r} contains a NUL character", EXIT_USAGE)
+    return value
+
+
+def resolve_root(option: str | None, environ: Mapping[str, str] | None = None) -> Path:
+    """The root: ``--root``, else ``$ROLLOUT_HOME``, else ``~/.rollout``.
+
+    An empty ``--root`` or an empty (or blank) ``ROLLOUT_HOME`` is a usage error: it is almost
+    always a variable that was meant to be set, and falling back to the home directory would
+    act on the wrong sessions. Unset ``ROLLOUT_HOME`` to use ``~/.rollout``.
+    """
+    env = os.environ if environ is None else environ
+    if option is not None:
+        if not option.strip():
+            raise CliError(
+                "--root is empty: give the directory that holds the rollouts", EXIT_USAGE
+            )
+        return Path(_no_nul(option, "--root")).expanduser()
+    home = env.get(_ENV)
+    if home is not None:
+        if not home.strip():
+            raise CliError(
+                f"{_ENV} is set but empty: set it to the directory that holds the rollouts, "
+                "or unset it to use ~/.rollout",
+                EXIT_USAGE,
+            )
+        return Path(_no_nul(home, _ENV)).expanduser()
+    return Path.home() / ".rollout"
+
+
+def existing_root(root: Path) -> Path:
+    """``root`` if it is a directory; otherwise a :class:`CliError` that says how to get one."""
+    if not root.exists():
+        raise CliError(
+            f"root {root} does not exist: pass --root DIR or set ROLLOUT_HOME "
+            "(`rollout demo` writes a sample session there)"
+        )
+    if not root.is_dir():
+        raise CliError(f"root {root} is not a directory: pass --root DIR or set ROLLOUT_HOME")
+    return root
+
+
+def rollout_files(root: Path) -> Iterator[Path]:
+    """Every rollout file the listing sees under ``root``, in a stable order."""
+    from replay.sessions import iter_rollout_paths
+
+    yield from sorted(iter_rollout_paths(root))
+
+
+def path_json(path: Path) -> str:
+    """A path as ``--json`` output gives it everywhere: absolute, symlinks not resolved."""
+    return os.path.abspath(path)
+
+
+_PATH_STARTS: Final = ("/", "./", "../", "~")
+
+
+def looks_like_path(arg: str) -> bool:
+    """Whether a PATH|SESSION_ID argument names a file rather than a session.
+
+    A path ends in ``.jsonl``, starts with ``/``, ``./``, ``../`` or ``~``, or is ``.`` or
+    ``..``. Anything else (``org/42`` included) is a session id or a prefix of one.
+    """
+    starts = _PATH_STARTS + tuple(s.replace("/", os.sep) for s in _PATH_STARTS if os.sep != "/")
+    return arg.endswith(ROLLOUT_SUFFIX) or arg.startswith(starts) or arg in {".", ".."}
+
+
+def resolve_target(root: Path, arg: str) -> Path:
+    """The rollout file that ``arg`` names: a path wherever it is, or a session id or prefix.
+
+    A path (:func:`looks_like_path`) is the user's choice and is read wherever it lies; it must
+    exist. Anything else is resolved under ``root`` by :func:`replay.find_session`, which reads
+    names only and never lets an id reach the file system or a link lead outside the root.
+    """
+    _no_nul(arg, "argument")
+    if not arg:
+        raise CliError("an empty argument names no session: give a session id prefix or a path")
+    if looks_like_path(arg):
+        path = Path(arg).expanduser()
+        if not os.path.lexists(path):
+            raise CliError(f"{arg}: no such file")
+        return path
+    try:
+        return find_session(existing_root(root), arg)
+    except SessionLookupError as exc:
+        raise CliError(str(exc)) from None
+
+
+_DURATION: Final = re.compile(r"(?P<n>[0-9]+)\s*(?P<unit>[smhdw])")
+_UNITS: Final = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_since(value: str, now: datetime | None = None) -> datetime:
+    """A ``--since`` value as an aware UTC datetime: a duration back from now, or a date/time.
+
+    Durations are ``30m``, ``2h``, ``3d``, ``1w`` (also ``s``); dates are ISO 8601
+    (``2026-12-01``, ``2026-12-01T08:00``), taken as UTC when they carry no offset. A value
+    out of the calendar's range is a usage error, like any other bad value.
+    """
+    text = value.strip()
+    m = _DURATION.fullmatch(text)
+    try:
+        if m is not None:
+            base = now or datetime.now(UTC)
+            return base - timedelta(**{_UNITS[m["unit"]]: int(m["n"])})
+        when = datetime.fromisoformat(text)
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    except OverflowError:
+        raise CliError(
+            f"--since {value!r} is out of range: go back at most to the year 1", EXIT_USAGE
+        ) from None
+    except ValueError:
+        if m is not None:  # more digits than int() accepts
+            raise CliError(f"--since {value!r} is out of range", EXIT_USAGE) from None
+        raise CliError(
+            f"--since {value!r} is neither a duration (30m, 2h, 3d, 1w) "
+            "nor an ISO date (2026-12-01, 2026-12-01T08:00)",
+            EXIT_USAGE,
+        ) from None

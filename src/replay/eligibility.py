@@ -1,0 +1,173 @@
+"""Resume eligibility: the default-deny decision the stop facts imply (SPEC rule 10).
+
+Only a session paused or cancelled (or a legacy terminal record without a stop kind, taken as
+cancelled) is replayable as-is; every other kind, and any kind this library does not know, is
+not, each with a tier and a reason a person can read.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import attrs
+
+from ledger.records import SessionMeta, StopKind
+from replay.stop import StopFacts
+
+__all__ = ["Eligibility", "Tier", "child_without_coordinates", "resume_eligibility"]
+
+
+class Tier(StrEnum):
+    """The resume tiers, from replayable as-is to unknown."""
+
+    REPLAYABLE = "replayable"
+    NOTHING_TO_RESUME = "nothing_to_resume"
+    HAND_OFF = "hand_off"
+    INTERRUPTED = "interrupted"
+    LIMIT_REACHED = "limit_reached"
+    KILLED = "killed"
+    CLOSED = "closed"
+    NO_COORDINATES = "no_coordinates"
+    UNKNOWN = "unknown"
+
+
+@attrs.frozen
+class Eligibility:
+    """Whether a session can be replayed as-is, its tier, and a reason a person can read."""
+
+    replayable: bool
+    tier: Tier
+    reason: str
+
+    def __attrs_post_init__(self) -> None:
+        if not self.reason:
+            raise ValueError("an eligibility decision needs a reason")
+
+
+def child_without_coordinates(meta: SessionMeta | None) -> bool:
+    """A delegated child that lacks one of its coordinates (parent session id, delegation id).
+
+    An empty value is as missing as an absent one (SPEC rule 13); a file with neither is a root.
+    """
+    if meta is None:
+        return False
+    parent, delegation = meta.parent_session_id, meta.delegation_id
+    if parent is None and delegation is None:
+        return False
+    return not parent or not delegation
+
+
+def resume_eligibility(facts: StopFacts, *, meta: SessionMeta | None = None) -> Eligibility:
+    """Decide whether the session whose stop facts are ``facts`` can be replayed as-is.
+
+    Default-deny: only a session paused or cancelled (or a legacy terminal record without a
+    stop kind, taken as cancelled) is replayable. With ``meta``, a delegated child whose
+    coordinates are missing is not replayable either.
+    """
+    decision = _classify(facts)
+    if decision.replayable and child_without_coordinates(meta):
+        return Eligibility(
+            replayable=False,
+            tier=Tier.NO_COORDINATES,
+            reason="a delegated child without its coordinates (parent session id and delegation "
+            "id): it cannot be attached back to its parent, so it is not replayable as-is",
+        )
+    return decision
+
+
+def _classify(facts: StopFacts) -> Eligibility:
+    if not facts.found:
+        why = (
+            f"no checkpoint or terminal record in the last {facts.bytes_scanned} bytes scanned"
+            if facts.exhausted
+            else "the file has no checkpoint or terminal record (killed before its first stop?)"
+        )
+        return Eligibility(replayable=False, tier=Tier.UNKNOWN, reason=f"stop unknown: {why}")
+    if facts.terminal is None:
+        after = (
+            f"; {facts.records_after} record(s) written after it are not covered"
+            if facts.records_after
+            else ""
+        )
+        return Eligibility(
+            replayable=False,
+            tier=Tier.KILLED,
+            reason="killed: the last checkpoint has no terminal record after it, so how the "
+            f"session stopped is unknown{after}; replay it to verify, or hand off",
+        )
+    if facts.terminal.stop_kind is None:
+        return Eligibility(
+            replayable=True,
+            tier=Tier.REPLAYABLE,
+            reason="legacy terminal record without a stop kind, taken as cancelled: "
+            "replayable as-is",
+        )
+    return _classify_kind(facts.terminal.stop_kind)
+
+
+def _classify_kind(kind: str) -> Eligibility:
+    # Matched on the string as written, so that a kind this library does not know and a
+    # member nobody claimed meet the same default branch, which denies. Every member is named
+    # on purpose: the test that walks StopKind turns red on a member added but not claimed.
+    match kind:
+        case StopKind.PAUSED:
+            return Eligibility(
+                replayable=True, tier=Tier.REPLAYABLE, reason="paused: replayable as-is"
+            )
+        case StopKind.CANCELLED:
+            return Eligibility(
+                replayable=True, tier=Tier.REPLAYABLE, reason="cancelled: replayable as-is"
+            )
+        case StopKind.COMPLETED:
+            return Eligibility(
+                replayable=False,
+                tier=Tier.NOTHING_TO_RESUME,
+                reason="completed: nothing to resume",
+            )
+        case StopKind.FAILED:
+            return Eligibility(
+                replayable=False,
+                tier=Tier.HAND_OFF,
+                reason="failed: hand off to a fresh session instead of replaying the failure",
+            )
+        case StopKind.ERROR:
+            return Eligibility(
+                replayable=False,
+                tier=Tier.HAND_OFF,
+                reason="stopped on an error: hand off to a fresh session instead",
+            )
+        case StopKind.INTERRUPTED:
+            return Eligibility(
+                replayable=False,
+                tier=Tier.INTERRUPTED,
+                reason="interrupted mid-turn: the last turn may be incomplete; hand off, or "
+                "replay with care after checking its open tool calls",
+            )
+        case StopKind.MAX_TURNS:
+            return Eligibility(
+                replayable=False,
+                tier=Tier.LIMIT_REACHED,
+                reason="stopped at its turn limit: replaying would hit it again; hand off",
+            )
+        case StopKind.BUDGET_EXHAUSTED:
+            return Eligibility(
+                replayable=False,
+                tier=Tier.LIMIT_REACHED,
+                reason="stopped with its budget exhausted: replaying would exhaust it again; "
+                "hand off",
+            )
+        case StopKind.CLOSED:
+            return Eligibility(
+                replayable=False,
+                tier=Tier.CLOSED,
+                reason="closed without a stop kind: the writer was closed (or its process "
+                "exited) without saying how the session stopped, so the last turn may be "
+                "incomplete; replay it to check, then resume with care or hand off",
+            )
+        case _:
+            return Eligibility(
+                replayable=False,
+                tier=Tier.UNKNOWN,
+                reason=f"unknown stop kind {kind!r} (written by a newer version?): not "
+                "replayable until this library knows it (default deny)",
+            )
