@@ -377,3 +377,54 @@ def tool_conversation_messages(draw: st.DrawFn) -> Message:
 
 tool_conversations = st.lists(tool_conversation_messages(), max_size=16)
 """Message sequences with tool calls and outputs in every order, duplicates included."""
+
+
+# --- export ------------------------------------------------------------------------------------
+# Hostile text for the exported pages (tests/test_export_hostile.py): pieces of markup, URL
+# schemes, Markdown structure, terminal escapes, bidi overrides and lone surrogates, mixed with
+# any text. A rollout read from a file cannot hold a lone surrogate, but a replay built in memory
+# can, and a page must still encode.
+
+HOSTILE_PIECES = (
+    "<script>document.title='pwned'</script>",
+    "<img src=x onerror=\"document.title='pwned'\">",
+    "</textarea>",
+    "</style><style>body{display:none}</style>",
+    "</pre></details></article>",
+    "javascript:alert(1)",
+    "data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==",
+    '" onmouseover="alert(1)',
+    "' autofocus onfocus='alert(1)",
+    "&amp;&#60;&lt;",
+    "<!-- -->",
+    "<![CDATA[ ]]>",
+    "```",
+    "````````",
+    "~~~",
+    "\n# Forged heading\n",
+    "\n---\n",
+    "\n- item\n",
+    "\n    indented\n",
+    "[link](javascript:alert(1))",
+    "![img](https://example.invalid/x.png)",
+    "<https://example.invalid>",
+    "$x$",
+    "| a | b |\n|---|---|",
+    "*_~\\",
+    "\x1b[31m",
+    "\x1b]52;c;aGVsbG8=\x07",
+    "\x9b2J",
+    "\x00",
+    "\r\n",
+    "\x0b\x0c",
+    "\u202e",
+    "\u2066",
+    "\ud800",
+    "\udfff",
+    "\u2028",
+)
+
+hostile_text = st.lists(
+    st.one_of(st.sampled_from(HOSTILE_PIECES), st.text(max_size=6)), max_size=5
+).map("".join)
+"""Text mixing hostile pieces and any characters, the empty string included."""
