@@ -1,17 +1,23 @@
-"""A replay that fills every field an exported page shows, with text chosen by the caller.
+"""Exported pages for tests: a replay using every field, and the structure of a page.
 
 :func:`every_field_replay` builds the same shape of session each time (every role, content parts
 of each kind, reasoning, a superseded output, a call without output, an orphan output, a
 delegated child, degradations, a compaction, a failed stop with a traceback) and asks ``text``
 for each string, so a test can fill them with hostile text and compare the page with the one
-built from plain placeholders.
+built from plain placeholders; :func:`html_shape` and :func:`markdown_shape` give the structure
+to compare.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from html.parser import HTMLParser
 from pathlib import Path
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from ledger import (
     FORMAT_VERSION,
@@ -34,6 +40,7 @@ from replay import Replay, SessionEntry, StopFacts, resume_eligibility
 
 T0 = datetime(2026, 12, 2, 9, 30, tzinfo=UTC)
 Text = Callable[[str], str]
+_DETAILS_HTML = re.compile(r"<details>\n<summary>[^<>\n]*</summary>\n|</details>\n")
 
 
 def _entry(session_id: str, agent: str, parent: str, delegation: str) -> SessionEntry:
@@ -142,3 +149,64 @@ def every_field_replay(text: Text) -> tuple[Replay, tuple[SessionEntry, ...]]:
         _entry(text("child_y"), text("child_y_agent"), sid, text("child_y_call") + "-y"),
     )
     return replay, children
+
+
+class Shape(HTMLParser):
+    """Records the element structure of a page and every attribute value, ignoring text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.events: list[tuple[str, ...]] = []
+        self.attributes: list[tuple[str, str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.events.append(("start", tag, *sorted(name for name, _ in attrs)))
+        self.attributes.extend((tag, name, value) for name, value in attrs)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)
+        self.handle_endtag(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        self.events.append(("end", tag))
+
+    def handle_comment(self, data: str) -> None:
+        self.events.append(("comment", data))
+
+    def handle_decl(self, decl: str) -> None:
+        self.events.append(("decl", decl))
+
+    def handle_pi(self, data: str) -> None:
+        self.events.append(("pi", data))
+
+    def unknown_decl(self, data: str) -> None:
+        self.events.append(("unknown_decl", data))
+
+
+def html_shape(page: str) -> Shape:
+    """The parsed structure of an HTML page."""
+    shape = Shape()
+    shape.feed(page)
+    shape.close()
+    return shape
+
+
+def markdown_shape(text: str) -> list[tuple[object, ...]]:
+    """The token structure of a Markdown text: block tokens, and each inline token's children."""
+    md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    out: list[tuple[object, ...]] = []
+
+    def kinds(children: list[Token]) -> tuple[str, ...]:
+        merged: list[str] = []
+        for c in children:
+            kind = "text" if c.type in ("text", "text_special") else c.type
+            if not (merged and merged[-1] == kind == "text"):
+                merged.append(kind)
+        return tuple(merged)
+
+    for tok in md.parse(text):
+        if tok.type == "html_block":
+            assert _DETAILS_HTML.fullmatch(tok.content), tok.content
+        children = kinds(tok.children) if tok.children else ()
+        out.append((tok.type, tok.tag, tok.nesting, tok.level, tok.info, children))
+    return out

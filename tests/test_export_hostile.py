@@ -8,14 +8,11 @@ Markdown tokens are the ones a page of plain placeholders has.
 from __future__ import annotations
 
 import re
-from html.parser import HTMLParser
 
 from hypothesis import given
 from hypothesis import strategies as st
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
 
-from export_pages import every_field_replay
+from export_pages import Shape, every_field_replay, html_shape, markdown_shape
 from replay.export import to_html, to_markdown
 from strategies import HOSTILE_PIECES, hostile_text
 
@@ -23,75 +20,13 @@ _HREF = re.compile(r"#(m\d+(-call\d+)?|compaction)|[A-Za-z0-9][A-Za-z0-9-]*\.htm
 _SRC = re.compile(r"data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/]*={0,2}")
 _ID = re.compile(r"m\d+(-call\d+)?|compaction|degraded|transcript|children")
 _RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_DETAILS_HTML = re.compile(r"<details>\n<summary>[^<>\n]*</summary>\n|</details>\n")
-
-
-class _Shape(HTMLParser):
-    """Records the element structure of a page and every attribute value, ignoring text."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.events: list[tuple[str, ...]] = []
-        self.attributes: list[tuple[str, str, str | None]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.events.append(("start", tag, *sorted(name for name, _ in attrs)))
-        self.attributes.extend((tag, name, value) for name, value in attrs)
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.handle_starttag(tag, attrs)
-        self.handle_endtag(tag)
-
-    def handle_endtag(self, tag: str) -> None:
-        self.events.append(("end", tag))
-
-    def handle_comment(self, data: str) -> None:
-        self.events.append(("comment", data))
-
-    def handle_decl(self, decl: str) -> None:
-        self.events.append(("decl", decl))
-
-    def handle_pi(self, data: str) -> None:
-        self.events.append(("pi", data))
-
-    def unknown_decl(self, data: str) -> None:
-        self.events.append(("unknown_decl", data))
-
-
-def html_shape(page: str) -> _Shape:
-    """The parsed structure of an HTML page."""
-    shape = _Shape()
-    shape.feed(page)
-    shape.close()
-    return shape
-
-
-def markdown_shape(text: str) -> list[tuple[object, ...]]:
-    """The token structure of a Markdown text: block tokens, and each inline token's children."""
-    md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
-    out: list[tuple[object, ...]] = []
-
-    def kinds(children: list[Token]) -> tuple[str, ...]:
-        merged: list[str] = []
-        for c in children:
-            kind = "text" if c.type in ("text", "text_special") else c.type
-            if not (merged and merged[-1] == kind == "text"):
-                merged.append(kind)
-        return tuple(merged)
-
-    for tok in md.parse(text):
-        if tok.type == "html_block":
-            assert _DETAILS_HTML.fullmatch(tok.content), tok.content
-        children = kinds(tok.children) if tok.children else ()
-        out.append((tok.type, tok.tag, tok.nesting, tok.level, tok.info, children))
-    return out
 
 
 def _placeholder(key: str) -> str:
     return "x"
 
 
-def _check_attributes(shape: _Shape) -> None:
+def _check_attributes(shape: Shape) -> None:
     for tag, name, value in shape.attributes:
         assert value is not None, (tag, name)
         if name == "href":
