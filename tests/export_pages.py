@@ -151,6 +151,16 @@ def every_field_replay(text: Text) -> tuple[Replay, tuple[SessionEntry, ...]]:
     return replay, children
 
 
+def _text_keys() -> tuple[str, ...]:
+    keys: list[str] = []
+    every_field_replay(lambda key: keys.append(key) or "x")
+    return tuple(keys)
+
+
+TEXT_KEYS = _text_keys()
+"""The name of every text field :func:`every_field_replay` asks for, in the order it asks."""
+
+
 class Shape(HTMLParser):
     """Records the element structure of a page and every attribute value, ignoring text."""
 

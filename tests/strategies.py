@@ -399,8 +399,9 @@ HOSTILE_PIECES = (
     "<!-- -->",
     "<![CDATA[ ]]>",
     "```",
-    "````````",
-    "~~~",
+    "\n```\n",
+    "\n````````text\n",
+    "\n~~~\n",
     "\n# Forged heading\n",
     "\n---\n",
     "\n- item\n",
@@ -428,3 +429,9 @@ hostile_text = st.lists(
     st.one_of(st.sampled_from(HOSTILE_PIECES), st.text(max_size=6)), max_size=5
 ).map("".join)
 """Text mixing hostile pieces and any characters, the empty string included."""
+
+
+def field_texts(keys: tuple[str, ...]) -> st.SearchStrategy[dict[str, str]]:
+    """Hostile text for any subset of the named fields, up to all of them (the others keep a
+    placeholder); a failing case shrinks fast to the one field and the one piece that matter."""
+    return st.dictionaries(st.sampled_from(keys), hostile_text, max_size=len(keys))

@@ -348,8 +348,8 @@ def test_the_head_pins_a_strict_policy_and_the_stylesheet_hash(tmp_path: Path) -
     assert "default-src 'none'" in CSP
     assert "img-src data:" in CSP
     assert "script-src" not in CSP
-    digest = base64.b64encode(hashlib.sha256(CSS.encode()).digest()).decode()
-    assert f"style-src 'sha256-{digest}'" in CSP
+    digest = base64.b64encode(hashlib.sha384(CSS.encode()).digest()).decode()
+    assert f"style-src 'sha384-{digest}'" in CSP
     assert f"<style>{CSS}</style>" in page
     assert "<script" not in page
     assert "<link" not in page

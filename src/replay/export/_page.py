@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from hashlib import sha256
+from hashlib import blake2b
 from typing import Final
 
 import attrs
@@ -71,7 +71,8 @@ def export_filename(session_id: str, extension: str) -> str:
     try:
         stem = validate_session_id(session_id)
     except RolloutNameError:
-        stem = "session-" + sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        raw = session_id.encode("utf-8", "surrogatepass")
+        stem = "session-" + blake2b(raw, digest_size=8).hexdigest()
     return f"{stem}.{extension}"
 
 
