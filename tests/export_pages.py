@@ -39,6 +39,8 @@ from ledger import (
 from replay import Replay, SessionEntry, StopFacts, resume_eligibility
 
 T0 = datetime(2026, 12, 2, 9, 30, tzinfo=UTC)
+PNG_BASE64 = "iVBORw0KGgoAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+"""A PNG signature and zeros: enough for the page's type check, so the page has an image."""
 Text = Callable[[str], str]
 _DETAILS_HTML = re.compile(r"<details>\n<summary>[^<>\n]*</summary>\n|</details>\n")
 
@@ -90,6 +92,7 @@ def every_field_replay(text: Text) -> tuple[Replay, tuple[SessionEntry, ...]]:
                 TextPart(text=text("user_text")),
                 MediaPart(media_type=text("media_type"), url=text("url"), name=text("media")),
                 MediaPart(media_type="image/png", data=text("image_data")),
+                MediaPart(media_type="image/png", data=PNG_BASE64, name=text("image_name")),
                 OpaquePart(data=raw_json(_json_text(text("opaque"))), provider=text("opaque_by")),
             ),
             is_anchored=True,

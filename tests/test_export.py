@@ -436,3 +436,23 @@ def test_both_formats_show_the_same_messages(tmp_path: Path) -> None:
     md_numbers = re.findall(r"^### #(\d+) ", to_markdown(rep), re.MULTILINE)
     assert html_numbers == md_numbers
     assert html_shape(to_html(rep)).events  # parses
+
+
+def test_quotes_cannot_break_out_of_an_attribute(tmp_path: Path) -> None:
+    """An image name full of quotes stays the `alt` value: no attribute is added to the image."""
+    name = "a\" onerror=\"document.title='pwned'\" x='"
+    part = MediaPart(media_type="image/png", data=_b64(PNG), name=name)
+    rep = read_replay(_paused(tmp_path, Message(role="user", content=(part,))), whole_file=True)
+    images = [(n, v) for tag, n, v in html_shape(to_html(rep)).attributes if tag == "img"]
+    assert images == [("src", f"data:image/png;base64,{_b64(PNG)}"), ("alt", name)]
+
+
+def test_a_file_without_session_meta_still_exports(tmp_path: Path) -> None:
+    """With no session_meta the page says the session is unknown and lists why."""
+    path = RolloutBuilder(tmp_path, meta=False).add(*conversation(1)).stop(StopKind.PAUSED).write()
+    rep = read_replay(path, whole_file=True)
+    page = to_html(rep)
+    assert "<title>Session unknown session · rollout</title>" in page
+    assert "<dt>session</dt><dd>unknown: the file has no session_meta record</dd>" in page
+    assert "<code>missing_meta</code>" in page
+    assert to_markdown(rep).startswith("# Session (unknown)\n")
