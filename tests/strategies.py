@@ -651,3 +651,58 @@ def field_values(draw: st.DrawFn, cls: type) -> dict[str, object]:
         elif how != "absent" or name not in valid:
             out[name] = draw(junk, label=name)
     return out
+
+
+# --- export ------------------------------------------------------------------------------------
+# Hostile text for the exported pages (tests/test_export_hostile.py): pieces of markup, URL
+# schemes, Markdown structure, terminal escapes and bidi overrides, mixed with any text. (Lone
+# surrogates can neither be read from a file nor constructed: ADR 0017.)
+
+HOSTILE_PIECES = (
+    "<script>document.title='pwned'</script>",
+    "<img src=x onerror=\"document.title='pwned'\">",
+    "</textarea>",
+    "</style><style>body{display:none}</style>",
+    "</pre></details></article>",
+    "javascript:alert(1)",
+    "data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==",
+    '" onmouseover="alert(1)',
+    "' autofocus onfocus='alert(1)",
+    "&amp;&#60;&lt;",
+    "<!-- -->",
+    "<![CDATA[ ]]>",
+    "```",
+    "\n```\n",
+    "\n````````text\n",
+    "\n~~~\n",
+    "\n# Forged heading\n",
+    "\n---\n",
+    "\n- item\n",
+    "\n    indented\n",
+    "[link](javascript:alert(1))",
+    "![img](https://example.invalid/x.png)",
+    "<https://example.invalid>",
+    "$x$",
+    "| a | b |\n|---|---|",
+    "*_~\\",
+    "\x1b[31m",
+    "\x1b]52;c;aGVsbG8=\x07",
+    "\x9b2J",
+    "\x00",
+    "\r\n",
+    "\x0b\x0c",
+    "\u202e",
+    "\u2066",
+    "\u2028",
+)
+
+hostile_page_text = st.lists(
+    st.one_of(st.sampled_from(HOSTILE_PIECES), text.filter(lambda t: len(t) <= 6)), max_size=5
+).map("".join)
+"""Text mixing hostile pieces and any characters, the empty string included."""
+
+
+def field_texts(keys: tuple[str, ...]) -> st.SearchStrategy[dict[str, str]]:
+    """Hostile text for any subset of the named fields, up to all of them (the others keep a
+    placeholder); a failing case shrinks fast to the one field and the one piece that matter."""
+    return st.dictionaries(st.sampled_from(keys), hostile_page_text, max_size=len(keys))
