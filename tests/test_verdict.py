@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ledger import Degradation, DegradationKind, StopKind, is_damage
+from ledger import Degradation, DegradationKind, Message, StopKind, is_damage
 from ledger.damage import NOT_DAMAGE
 from replay import Verdict, read_replay, verify_replay
 from replay.cli import cli
@@ -80,3 +80,38 @@ def test_inexact_but_undamaged_is_unverified_and_exact_is_ok(tmp_path: Path) -> 
     clean = read_replay(paused.stop(StopKind.PAUSED).write())
     assert verify_replay(clean).verdict is Verdict.OK
     assert verify_replay(clean).reasons == ()
+
+
+def test_a_session_being_written_is_unverified_not_failed(tmp_path: Path) -> None:
+    """verify on a file a live writer holds, caught mid-write, says unverified, never failed."""
+    from ledger import RolloutWriter
+    from ledger.locking import writer_active
+    from ledger.testing import abandon, hold
+
+    w = RolloutWriter.create(tmp_path)
+    with hold(w):
+        w.append(Message(role="user", content="hello"))
+        w.drain()
+        with w.path.open("ab") as f:  # as a batch half written when the reader looks
+            f.write(b'{"type":"message","seq":3,')
+        assert writer_active(w.path)
+        rep = read_replay(w.path, whole_file=True)
+        assert verify_replay(rep, live=True).verdict is Verdict.UNVERIFIED
+        assert verify_replay(rep).verdict is Verdict.FAILED
+    abandon(w)
+
+
+def test_writer_active_sees_only_a_live_writer(tmp_path: Path) -> None:
+    """The lock probe says yes while a writer holds the file and no after it closed."""
+    from ledger import RolloutWriter
+    from ledger.locking import writer_active
+
+    w = RolloutWriter.create(tmp_path)
+    assert writer_active(w.path)
+    assert not writer_active(tmp_path / "missing.jsonl")
+    w.close()
+    assert not writer_active(w.path)
+    # The probe never makes a writer fail: it holds a shared lock only for an instant.
+    for _ in range(10):
+        assert writer_active(w.path) is False
+        RolloutWriter.open(w.path, durability="os").close()

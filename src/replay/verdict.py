@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from ledger.damage import Degradation, is_damage
+from ledger.damage import Degradation, DegradationKind, is_damage
 
 if TYPE_CHECKING:
     from replay.replay import Replay
@@ -48,15 +48,29 @@ class Verification:
     reasons: tuple[Degradation, ...]
 
 
-def verify_replay(replay: Replay) -> Verification:
+def verify_replay(replay: Replay, *, live: bool = False) -> Verification:
     """The verdict on a replay read with ``whole_file=True`` (as `rollout verify` reads it).
 
     A default replay reads only the window after the last compaction, so damage before it is
-    not seen; an audit reads the whole file.
+    not seen; an audit reads the whole file. ``live`` says a writer holds the file
+    (:func:`ledger.locking.writer_active`): its last line may be a write in progress, so an
+    incomplete last line is not damage, and the verdict is at best unverified (ADR 0054).
     """
-    failures = damage(replay.degraded)
+    degraded = replay.degraded
+    if live:
+        degraded = tuple(d for d in degraded if d.kind != DegradationKind.TORN_TAIL)
+    failures = damage(degraded)
     if failures:
         return Verification(verdict=Verdict.FAILED, reasons=failures)
-    if replay.verified:
+    if replay.verified and not live:
         return Verification(verdict=Verdict.OK, reasons=())
-    return Verification(verdict=Verdict.UNVERIFIED, reasons=replay.degraded)
+    if live:
+        degraded = (
+            *degraded,
+            Degradation(
+                kind=DegradationKind.AFTER_CHECKPOINT,
+                detail="a writer holds the file open (a live session): what it is writing "
+                "now is not covered by a checkpoint yet",
+            ),
+        )
+    return Verification(verdict=Verdict.UNVERIFIED, reasons=degraded)

@@ -10,6 +10,7 @@ import attrs
 import click
 
 from ledger.damage import Degradation
+from ledger.locking import writer_active
 from replay.cli._app import console, exit_with, state, subcommand
 from replay.cli._errors import EXIT_VERIFY_FAILED
 from replay.cli._json import degradation_json, dump
@@ -59,14 +60,17 @@ class _Result:
 
 def _check(path: Path, duplicate: str | None) -> _Result:
     try:
+        # A writer seen before or after the read may have been mid-write during it.
+        live = writer_active(path)
         rep = read_replay(path, whole_file=True)
+        live = live or writer_active(path)
     except OSError as exc:
         # Vanished or unreadable since the walk: this file fails, the others are still checked.
         why = f"cannot read the file: {exc.strerror or exc}"
         return _Result(
             path=path, session_id=None, verdict=Verdict.FAILED, reasons=(why,), error=why
         )
-    verification = verify_replay(rep)
+    verification = verify_replay(rep, live=live)
     reasons = tuple(str(d) for d in verification.reasons)
     verdict = verification.verdict
     if duplicate is not None:
