@@ -20,34 +20,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
-import io
 import logging
 import os
-import stat
 import threading
-import traceback
 import uuid
 import weakref
-import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from enum import Enum
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
 
-import msgspec
-
 from ledger import locking
-from ledger.batching import MAX_BATCH_DELAY, MAX_BATCH_RECORDS, BatchQueue, writev_all
+from ledger.batching import MAX_BATCH_DELAY, MAX_BATCH_RECORDS, BatchQueue
 from ledger.codec import encode_line, encode_record, message_records
 from ledger.context import delegation_coordinates
-from ledger.damage import Degradation
 from ledger.digest import checkpoint_digest
-from ledger.messages import Message, raw_json
+from ledger.messages import Message
 from ledger.naming import rollout_filename
-from ledger.reader import CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES, PreadFile, rebuild_stream
+from ledger.reader import DEFAULT_MAX_LINE_BYTES
 from ledger.records import (
     FORMAT_VERSION,
     RECORD_TYPES,
@@ -55,13 +46,32 @@ from ledger.records import (
     Compacted,
     ErrorDetail,
     MessageRecord,
-    Record,
     SessionMeta,
     StopKind,
     Terminal,
 )
-from ledger.reducer import Entry, ReplayState
-from ledger.tail import FILE_MODE, TailRepair, check_head, repair_tail
+from ledger.tail import FILE_MODE, TailRepair
+from ledger.writer_args import (
+    clean_exit,
+    error_detail,
+    exit_kind,
+    exit_reason,
+    messages_arg,
+    split_meta,
+    stop_kind,
+)
+from ledger.writer_errors import (
+    DEFAULT_DURABILITY,
+    Durability,
+    ReadBackError,
+    RolloutExistsError,
+    WriterBusyError,
+    WriterClosedError,
+    WriterError,
+    WriterFailedError,
+    durability_arg,
+)
+from ledger.writer_files import OwnRecords, new_rollout, read_back, taken_rollout
 
 __all__ = [
     "FILE_MODE",
@@ -78,62 +88,7 @@ __all__ = [
     "WriterFailedError",
 ]
 
-_META_STR_KEYS: Final = ("model", "provider", "cwd", "project")
-
 log = logging.getLogger("ledger.writer")
-
-
-class Durability(Enum):
-    """How far a write goes before the writer counts it as done (ADR 0020)."""
-
-    OS = "os"
-    """Hand each batch to the operating system: survives the process being killed, not a crash
-    of the machine."""
-    BATCH = "batch"
-    """``fsync`` after every batch: survives a machine crash up to the last batch, costs one
-    ``fsync`` per batch."""
-    DRAIN = "drain"
-    """``fsync`` when :meth:`RolloutWriter.drain` (and so ``stop`` and ``close``) runs: what was
-    drained survives a machine crash. The default."""
-
-
-DEFAULT_DURABILITY: Final = Durability.DRAIN
-
-
-class WriterError(Exception):
-    """Base of the errors a :class:`RolloutWriter` raises; ``path`` names the rollout."""
-
-    def __init__(self, message: str, path: str | os.PathLike[str] | None = None) -> None:
-        super().__init__(message)
-        self.path = None if path is None else Path(path)
-
-
-class WriterBusyError(WriterError):
-    """Another writer (in this process or another) holds the rollout's lock."""
-
-
-class WriterFailedError(WriterError):
-    """Writing the rollout failed (disk full, permission, file removed); the cause is chained.
-
-    The file stays readable up to its last complete record; records not yet written are lost
-    and the writer accepts nothing more: close it and resume with :meth:`RolloutWriter.open`.
-    """
-
-
-class WriterClosedError(WriterError):
-    """The writer was closed (or failed) and takes no more records."""
-
-
-class RolloutExistsError(WriterError, FileExistsError):
-    """A new rollout would overwrite an existing file; rollouts are never clobbered."""
-
-
-class ReadBackError(WriterError):
-    """``stop`` read the file back and it does not hold what this writer wrote, or is damaged.
-
-    No checkpoint was written: a ``failed`` terminal record with the same reason was appended
-    instead, so that the loss is on record and the session is never resumed as if whole.
-    """
 
 
 def _now() -> datetime:
@@ -179,11 +134,7 @@ class RolloutWriter:
         self._stopped: Terminal | None = None
         self._unstopped = not stopped
         self._stop_task: asyncio.Future[Terminal] | None = None
-        # What this writer wrote since it opened the file (or since its last compaction, which
-        # is where a read-back starts): the first seq, how many records, their CRC-32.
-        self._own_first = next_seq
-        self._own_count = 0
-        self._own_crc = 0
+        self._own = OwnRecords(next_seq)
         self._q = BatchQueue(
             fd,
             name=path.name,
@@ -225,10 +176,10 @@ class RolloutWriter:
         ``model``, ``provider``, ``cwd`` and ``project`` (strings) fill the fields of the same
         name; every other key goes, as JSON, into ``extra``.
         """
-        durability = _durability(durability)
+        durability = durability_arg(durability)
         if session_id is None:
             session_id = str(uuid.uuid4())
-        fields, extra = _split_meta(meta)
+        fields, extra = split_meta(meta)
         started_at = _now()
         name = rollout_filename(started_at, session_id, agent_name)
         parent, delegation = delegation_coordinates()
@@ -245,31 +196,7 @@ class RolloutWriter:
             **fields,
         )
         line = encode_line(record)
-        directory = Path(directory)
-        if not os.fspath(directory):
-            raise ValueError("directory is empty: pass the directory that holds the rollouts")
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / name
-        try:
-            fd = os.open(
-                path,
-                os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC,
-                FILE_MODE,
-            )
-        except FileExistsError:
-            raise RolloutExistsError(
-                f"{path} already exists: a rollout is never overwritten; pass another "
-                "session_id or continue that session with RolloutWriter.open()",
-                path,
-            ) from None
-        # The path is absolute from here on, so that a later chdir() cannot change what it names.
-        path = path.absolute()
-        try:
-            locking.acquire(fd, path, WriterBusyError)
-            writev_all(fd, [line])
-            if durability is not Durability.OS:
-                os.fsync(fd)
-                _fsync_dir(directory)
+        with new_rollout(Path(directory), name, line, durability) as (path, fd):
             writer = cls(
                 path=path,
                 fd=fd,
@@ -280,14 +207,6 @@ class RolloutWriter:
                 durability=durability,
             )
             writer._start()
-        except BaseException:
-            # The file is ours (created exclusively) and holds no session yet: a half-made
-            # rollout would only show up later as a damaged session.
-            with contextlib.suppress(OSError):
-                path.unlink()
-            locking.release(fd)
-            os.close(fd)
-            raise
         return writer
 
     @classmethod
@@ -303,56 +222,21 @@ class RolloutWriter:
         reasoning records whose message was never written, are cut off and kept byte for byte
         in a ``.torn`` sidecar. The repair is logged as a warning and kept in :attr:`repair`.
         """
-        durability = _durability(durability)
-        path = Path(path)
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
-        except FileNotFoundError:
-            raise WriterError(
-                f"{path} does not exist: start a new rollout with RolloutWriter.create()", path
-            ) from None
-        path = path.absolute()
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise WriterError(
-                    f"{path} is not a rollout: it is not a regular file (a FIFO, device or "
-                    "directory); nothing was read or written",
-                    path,
-                )
-            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
-            locking.acquire(fd, path, WriterBusyError)
-            head = check_head(fd)
-            if isinstance(head, str):
-                raise WriterError(
-                    f"{path} is not a rollout this library can continue: {head}; nothing was "
-                    "changed. Start a new rollout with RolloutWriter.create()",
-                    path,
-                )
-            repair = repair_tail(fd, path)
-            if repair is not None:
-                log.warning("repaired the tail of %s: %s", path, repair)
-                if durability is not Durability.OS:
-                    os.fsync(fd)
-            with io.BufferedReader(PreadFile(fd), CHUNK_BYTES) as f:
-                state = rebuild_stream(f, from_last_compaction=True)
-            assert state.meta is not None  # the head was checked above
-            size = os.fstat(fd).st_size
+        durability = durability_arg(durability)
+        with taken_rollout(Path(path), durability) as (real, fd, state, repair):
+            assert state.meta is not None  # taken_rollout checked the head
             writer = cls(
-                path=path,
+                path=real,
                 fd=fd,
                 session_id=state.meta.session_id,
                 agent_name=state.meta.agent_name,
                 next_seq=(state.last_seq or 0) + 1,
-                size=size,
+                size=os.fstat(fd).st_size,
                 durability=durability,
                 repair=repair,
                 stopped=True,
             )
             writer._start()
-        except BaseException:
-            locking.release(fd)
-            os.close(fd)
-            raise
         return writer
 
     @classmethod
@@ -453,7 +337,7 @@ class RolloutWriter:
 
     def compacted(self, messages: Iterable[Message], summary: str | None = None) -> None:
         """Record that the conversation was compacted to ``messages`` (reasoning kept inline)."""
-        kept = _messages_arg(messages, "compacted()")
+        kept = messages_arg(messages, "compacted()")
         if summary is not None and not isinstance(summary, str):
             raise TypeError(
                 f"compacted(summary=...) takes a str or None, not {type(summary).__name__}"
@@ -463,12 +347,11 @@ class RolloutWriter:
             record = Compacted(seq=self._next_seq, ts=_now(), messages=kept, summary=summary)
             line = encode_record(record)
             # A read-back starts at the last compaction: count this writer's records from here.
-            self._own_first, self._own_count, self._own_crc = self._next_seq, 0, 0
+            self._own = OwnRecords(self._next_seq)
             self._enqueue([line])
 
     def _enqueue(self, lines: list[bytes]) -> None:
         # Caller holds _op_lock, so sequence numbers and queue order agree.
-        crc = self._own_crc
         for line in lines:
             if len(line) > DEFAULT_MAX_LINE_BYTES:
                 raise ValueError(
@@ -476,10 +359,8 @@ class RolloutWriter:
                     f"-byte line limit of the reader, which would skip it; nothing was written "
                     "(shorten the content, or store large outputs elsewhere and refer to them)"
                 )
-            crc = zlib.crc32(line, crc)
         self._q.put(lines)
-        self._own_crc = crc
-        self._own_count += len(lines)
+        self._own.add(lines)
         self._next_seq += len(lines)
         self._stopped = None
         self._unstopped = True
@@ -530,16 +411,17 @@ class RolloutWriter:
         ``failed`` terminal record says why and :class:`ReadBackError` is raised. Can run again
         after more appends (resume): the last checkpoint wins.
         """
-        kind = _stop_kind(kind)
+        kind = stop_kind(kind)
         if not isinstance(reason, str):
             raise TypeError(f"stop(reason=...) takes a str, not {type(reason).__name__}")
-        detail = _error_detail(error)
+        detail = error_detail(error)
         with self._op_lock:
             self._check_usable()
             with self._io_lock:
                 self._drain_locked()
                 try:
-                    state, problem = self._read_back()
+                    assert self._fd is not None
+                    state, problem = read_back(self._fd, self._own, self._next_seq - 1)
                 except OSError as exc:
                     raise WriterError(
                         f"could not read back {self._path} to checkpoint it ({exc}); nothing "
@@ -583,38 +465,6 @@ class RolloutWriter:
                     self._path,
                 )
             return terminal
-
-    def _read_back(self) -> tuple[ReplayState, str | None]:
-        """Rebuild the file through our descriptor and check this writer's records in it."""
-        first, want_count, want_crc = self._own_first, self._own_count, self._own_crc
-        got = [0, 0]  # records of ours read back, their CRC-32 re-encoded
-
-        def tap(entries: Sequence[Entry]) -> None:
-            for entry in entries:
-                if type(entry) in _OWN_TYPES:
-                    record: Record = entry  # type: ignore[assignment]
-                    if record.seq >= first:
-                        got[0] += 1
-                        got[1] = zlib.crc32(encode_record(record), got[1])
-
-        assert self._fd is not None
-        with io.BufferedReader(PreadFile(self._fd), CHUNK_BYTES) as f:
-            state = rebuild_stream(f, from_last_compaction=True, tap=tap)
-        damage = [d for d in state.degraded if d.is_damage]
-        if damage:
-            return state, _describe_damage(damage)
-        if state.last_seq != self._next_seq - 1:
-            return state, (
-                f"the file read back ends at seq {state.last_seq}, but this writer wrote up to "
-                f"seq {self._next_seq - 1}"
-            )
-        if (got[0], got[1]) != (want_count, want_crc):
-            return state, (
-                f"the {want_count} record(s) this writer wrote from seq {first} did not come "
-                f"back as written ({got[0]} read back, content differs): a value was lost "
-                "between encoding and decoding"
-            )
-        return state, None
 
     # --- closing ------------------------------------------------------------------------------
 
@@ -700,9 +550,9 @@ class RolloutWriter:
             return
         with self._op_lock:
             stopped = self._stopped is not None or not self._unstopped
-            if exc is not None and not _clean_exit(exc) and not stopped and not self._closed:
+            if exc is not None and not clean_exit(exc) and not stopped and not self._closed:
                 try:
-                    self.stop(_exit_kind(exc), reason=_exit_reason(exc), error=exc)
+                    self.stop(exit_kind(exc), reason=exit_reason(exc), error=exc)
                 except Exception as stop_exc:  # the block's own exception must win
                     log.error("could not record the stop point of %s: %s", self._path, stop_exc)
                     exc.add_note(
@@ -846,134 +696,3 @@ atexit.register(_close_at_exit)
 
 
 # --- helpers ------------------------------------------------------------------------------------
-
-
-def _fsync_dir(directory: Path) -> None:
-    # So that the new file's name survives a crash as well as its content.
-    try:
-        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
-
-
-def _describe_damage(damage: list[Degradation]) -> str:
-    more = f" (and {len(damage) - 1} more)" if len(damage) > 1 else ""
-    return f"the file read back reports damage: {damage[0]}{more}"
-
-
-def _messages_arg(messages: Iterable[Message], where: str) -> tuple[Message, ...]:
-    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
-        raise TypeError(
-            f"{where} takes an iterable of ledger.Message, not {type(messages).__name__}"
-        )
-    kept = tuple(messages)
-    for i, m in enumerate(kept):
-        if type(m) is not Message:
-            raise TypeError(f"{where} takes ledger.Message values; item {i} is {type(m).__name__}")
-    return kept
-
-
-def _durability(value: object) -> Durability:
-    if isinstance(value, Durability):
-        return value
-    if isinstance(value, str):
-        try:
-            return Durability(value)
-        except ValueError:
-            pass
-    known = ", ".join(f"Durability.{d.name}" for d in Durability)
-    raise ValueError(f"durability {value!r} is not a Durability; use one of {known}")
-
-
-def _split_meta(meta: Mapping[str, Any] | None) -> tuple[dict[str, str], Any]:
-    if meta is None:
-        return {}, msgspec.UNSET
-    if not isinstance(meta, Mapping):
-        raise TypeError(f"meta must be a mapping, not {type(meta).__name__}")
-    fields: dict[str, str] = {}
-    rest: dict[str, Any] = {}
-    for key, value in meta.items():
-        if not isinstance(key, str):
-            raise TypeError(f"meta keys must be str, not {type(key).__name__} ({key!r})")
-        if key in _META_STR_KEYS:
-            if not isinstance(value, str):
-                raise TypeError(f"meta[{key!r}] must be a str, not {type(value).__name__}")
-            fields[key] = value
-        else:
-            rest[key] = value
-    if not rest:
-        return fields, msgspec.UNSET
-    try:
-        return fields, raw_json(rest)
-    except (TypeError, ValueError, msgspec.EncodeError) as exc:
-        raise TypeError(f"meta values other than {_META_STR_KEYS} must be JSON: {exc}") from None
-
-
-def _stop_kind(kind: object) -> StopKind:
-    if isinstance(kind, StopKind):
-        return kind
-    if isinstance(kind, str):
-        try:
-            return StopKind(kind)
-        except ValueError:
-            pass
-    known = ", ".join(f"StopKind.{k.name}" for k in StopKind)
-    raise ValueError(f"stop kind {kind!r} is not a StopKind; use one of {known}")
-
-
-def _error_detail(error: ErrorDetail | BaseException | None) -> ErrorDetail | None:
-    if error is None or isinstance(error, ErrorDetail):
-        return error
-    if isinstance(error, BaseException):
-        return ErrorDetail(
-            type=type(error).__qualname__,
-            message=_safe_str(error),
-            traceback=_safe_text("".join(traceback.format_exception(error))) or None,
-        )
-    raise TypeError(f"error must be an ErrorDetail or an exception, not {type(error).__name__}")
-
-
-def _safe_str(exc: BaseException) -> str:
-    try:
-        text = str(exc)
-    except Exception:  # a broken __str__ must not lose the stop point
-        return f"<{type(exc).__qualname__}: its message could not be read>"
-    return _safe_text(text)
-
-
-def _safe_text(text: str) -> str:
-    # Lone surrogates cannot be written as UTF-8; keep them visible as escapes.
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _clean_exit(exc: BaseException) -> bool:
-    """``sys.exit(0)`` (or ``sys.exit()``) and a generator closing: not a failure of the session."""
-    if isinstance(exc, SystemExit):
-        return exc.code is None or exc.code == 0
-    return isinstance(exc, GeneratorExit)
-
-
-def _exit_kind(exc: BaseException) -> StopKind:
-    if isinstance(exc, asyncio.CancelledError):
-        return StopKind.CANCELLED
-    if isinstance(exc, KeyboardInterrupt):
-        return StopKind.INTERRUPTED
-    return StopKind.ERROR
-
-
-def _exit_reason(exc: BaseException) -> str:
-    name = type(exc).__qualname__
-    if isinstance(exc, SystemExit):
-        return f"left the writer's block by sys.exit({exc.code!r})"
-    text = _safe_str(exc)
-    return (
-        f"left the writer's block by {name}: {text}"
-        if text
-        else f"left the writer's block by {name}"
-    )

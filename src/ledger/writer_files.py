@@ -1,0 +1,188 @@
+"""The file work of a writer: making a new rollout, taking up an existing one, reading it back.
+
+Each function works on a descriptor and leaves nothing behind when it fails: a new file it
+made is removed, a lock it took is released, a descriptor it opened is closed (ADR 0051).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import io
+import logging
+import os
+import stat
+import zlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Final
+
+from ledger import locking
+from ledger.batching import writev_all
+from ledger.codec import encode_record
+from ledger.damage import Degradation
+from ledger.reader import CHUNK_BYTES, PreadFile, rebuild_stream
+from ledger.records import RECORD_TYPES, Record
+from ledger.reducer import Entry, ReplayState
+from ledger.tail import FILE_MODE, TailRepair, check_head, repair_tail
+from ledger.writer_errors import Durability, RolloutExistsError, WriterBusyError, WriterError
+
+__all__ = ["OwnRecords", "new_rollout", "read_back", "taken_rollout"]
+
+log = logging.getLogger("ledger.writer")
+
+_OWN_TYPES: Final = frozenset(RECORD_TYPES)
+
+
+@contextlib.contextmanager
+def new_rollout(
+    directory: Path, name: str, first_line: bytes, durability: Durability
+) -> Iterator[tuple[Path, int]]:
+    """Create ``directory/name`` exclusively, locked, holding ``first_line``; yield its absolute
+    path and descriptor. If the block fails, the file is removed and released."""
+    if not os.fspath(directory):
+        raise ValueError("directory is empty: pass the directory that holds the rollouts")
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    try:
+        fd = os.open(
+            path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, FILE_MODE
+        )
+    except FileExistsError:
+        raise RolloutExistsError(
+            f"{path} already exists: a rollout is never overwritten; pass another "
+            "session_id or continue that session with RolloutWriter.open()",
+            path,
+        ) from None
+    # Absolute from here on, so that a later chdir() cannot change what the path names.
+    path = path.absolute()
+    try:
+        locking.acquire(fd, path, WriterBusyError)
+        writev_all(fd, [first_line])
+        if durability is not Durability.OS:
+            os.fsync(fd)
+            _fsync_dir(directory)
+        yield path, fd
+    except BaseException:
+        # The file is ours (created exclusively) and holds no session yet: a half-made
+        # rollout would only show up later as a damaged session.
+        with contextlib.suppress(OSError):
+            path.unlink()
+        locking.release(fd)
+        os.close(fd)
+        raise
+
+
+@contextlib.contextmanager
+def taken_rollout(
+    path: Path, durability: Durability
+) -> Iterator[tuple[Path, int, ReplayState, TailRepair | None]]:
+    """Take up the existing rollout at ``path``: yield its absolute path, a locked descriptor,
+    its state and the tail repair made. Nothing is touched unless it is a regular file whose
+    first line is a ``session_meta`` this library can continue. If the block fails, the lock
+    and the descriptor are released."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
+    except FileNotFoundError:
+        raise WriterError(
+            f"{path} does not exist: start a new rollout with RolloutWriter.create()", path
+        ) from None
+    path = path.absolute()
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise WriterError(
+                f"{path} is not a rollout: it is not a regular file (a FIFO, device or "
+                "directory); nothing was read or written",
+                path,
+            )
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        locking.acquire(fd, path, WriterBusyError)
+        head = check_head(fd)
+        if isinstance(head, str):
+            raise WriterError(
+                f"{path} is not a rollout this library can continue: {head}; nothing was "
+                "changed. Start a new rollout with RolloutWriter.create()",
+                path,
+            )
+        repair = repair_tail(fd, path)
+        if repair is not None:
+            log.warning("repaired the tail of %s: %s", path, repair)
+            if durability is not Durability.OS:
+                os.fsync(fd)
+        with io.BufferedReader(PreadFile(fd), CHUNK_BYTES) as f:
+            state = rebuild_stream(f, from_last_compaction=True)
+        yield path, fd, state, repair
+    except BaseException:
+        locking.release(fd)
+        os.close(fd)
+        raise
+
+
+class OwnRecords:
+    """What a writer wrote since it opened the file, or since its own last compaction (which
+    is where a read-back starts): the first seq, how many records, their CRC-32 (ADR 0052)."""
+
+    __slots__ = ("count", "crc", "first")
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.count = 0
+        self.crc = 0
+
+    def add(self, lines: Sequence[bytes]) -> None:
+        crc = self.crc
+        for line in lines:
+            crc = zlib.crc32(line, crc)
+        self.crc = crc
+        self.count += len(lines)
+
+
+def read_back(fd: int, own: OwnRecords, last_seq: int) -> tuple[ReplayState, str | None]:
+    """Rebuild the file through ``fd``, and say what is wrong if it is damaged, or does not end
+    at ``last_seq``, or does not give back the writer's own records as they were written."""
+    got = OwnRecords(own.first)
+    first = own.first
+
+    def tap(entries: Sequence[Entry]) -> None:
+        for entry in entries:
+            if type(entry) in _OWN_TYPES:
+                record: Record = entry  # type: ignore[assignment]
+                if record.seq >= first:
+                    got.add((encode_record(record),))
+
+    with io.BufferedReader(PreadFile(fd), CHUNK_BYTES) as f:
+        state = rebuild_stream(f, from_last_compaction=True, tap=tap)
+    damage = [d for d in state.degraded if d.is_damage]
+    if damage:
+        return state, _describe_damage(damage)
+    if state.last_seq != last_seq:
+        return state, (
+            f"the file read back ends at seq {state.last_seq}, but this writer wrote up to "
+            f"seq {last_seq}"
+        )
+    if (got.count, got.crc) != (own.count, own.crc):
+        return state, (
+            f"the {own.count} record(s) this writer wrote from seq {first} did not come back "
+            f"as written ({got.count} read back, content differs): a value was lost between "
+            "encoding and decoding"
+        )
+    return state, None
+
+
+def _describe_damage(damage: list[Degradation]) -> str:
+    more = f" (and {len(damage) - 1} more)" if len(damage) > 1 else ""
+    return f"the file read back reports damage: {damage[0]}{more}"
+
+
+def _fsync_dir(directory: Path) -> None:
+    # So that the new file's name survives a crash as well as its content.
+    try:
+        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
