@@ -113,7 +113,7 @@ def stall(writer: RolloutWriter, how: str, after: int, out: TextIO) -> None:
 
 def stall_create(how: str, out: TextIO) -> None:
     """Make ``create`` write part of its session_meta line, then hang (a kill inside create)."""
-    import ledger.writer as writer_module
+    import ledger.writer_files as writer_module
 
     real = writer_module.writev_all
     cut = stall_cut(how)

@@ -24,6 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ledger.writer as writer_module
+import ledger.writer_files as writer_files
 import strategies as s
 from ledger import (
     AgentCheckpoint,
@@ -698,7 +699,7 @@ def test_stop_that_cannot_read_the_file_back_writes_nothing(
     def unreadable(f: Any, **kwargs: Any) -> Any:
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(writer_module, "rebuild_stream", unreadable)
+    monkeypatch.setattr(writer_files, "rebuild_stream", unreadable)
     with pytest.raises(WriterError, match="could not read back"):
         writer.stop(StopKind.PAUSED)
     monkeypatch.undo()
@@ -818,7 +819,7 @@ def test_a_failed_create_leaves_no_file(tmp_path: Path, monkeypatch: pytest.Monk
     def no_space(fd: int, buffers: list[bytes]) -> int:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(writer_module, "writev_all", no_space)
+    monkeypatch.setattr(writer_files, "writev_all", no_space)
     with pytest.raises(OSError, match="No space left"):
         RolloutWriter.create(tmp_path)
     assert list(tmp_path.iterdir()) == []
