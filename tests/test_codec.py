@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -15,6 +16,7 @@ import strategies as s
 from ledger import (
     AgentCheckpoint,
     Compacted,
+    DegradationKind,
     Message,
     MessageRecord,
     Record,
@@ -24,6 +26,7 @@ from ledger import (
     Terminal,
     UnknownRecord,
     decode_record,
+    decode_record_reporting,
     encode_line,
     encode_record,
 )
@@ -240,22 +243,64 @@ def test_unknown_type_property(tag: str, seq: int | None, body: dict[str, object
 
 @given(r=s.records, extra=s.json_objects)
 def test_unknown_fields_are_tolerated(r: Record, extra: dict[str, object]) -> None:
-    """Fields a newer writer added to a known record type are ignored, not fatal."""
+    """Fields a newer writer added to a known record type are not fatal: kept in ``extra`` where
+    the record has one, dropped otherwise, and reported either way (ADR 0018)."""
     obj = msgspec.json.decode(encode_record(r))
     added = {f"zz_new_{k}": v for k, v in extra.items()}
-    assert decode_record(msgspec.json.encode({**obj, **added})) == r
+    line = msgspec.json.encode({**obj, **added})
+    back, unknown = decode_record_reporting(line)
+    if not added:
+        assert back == r
+        assert unknown is None
+        return
+    assert unknown is not None
+    assert set(unknown.kept + unknown.dropped) == {f"$.{k}" for k in added}
+    if isinstance(r, SessionMeta):
+        assert unknown.kept  # session_meta has a verbatim slot: nothing is dropped
+        assert isinstance(back, SessionMeta)
+        kept = msgspec.json.decode(back.extra)
+        assert {k: kept[k] for k in added} == added
+        assert msgspec.structs.replace(back, extra=r.extra) == r
+    else:
+        assert back == r
+        assert not unknown.kept
 
 
-def test_unknown_nested_fields_are_tolerated() -> None:
-    """Unknown fields inside a nested message or tool call are ignored too."""
+def test_unknown_nested_fields_are_kept_in_the_nearest_extra() -> None:
+    """Unknown fields inside a nested message or tool call land in that struct's extra."""
     line = (
         b'{"type":"message","seq":2,"ts":"2026-12-02T16:22:05Z","future":1,'
         b'"message":{"role":"assistant","content":"hi","new_flag":true,'
         b'"tool_calls":[{"id":"c","name":"f","arguments":"{","later":[1]}]}}'
     )
-    rec = decode_record(line)
+    rec, unknown = decode_record_reporting(line)
     assert isinstance(rec, MessageRecord)
     assert rec.message.tool_calls[0].arguments == "{"
+    assert bytes(rec.message.extra) == b'{"new_flag":true}'
+    assert bytes(rec.message.tool_calls[0].extra) == b'{"later":[1]}'
+    assert unknown is not None
+    assert unknown.dropped == ("$.future",)
+    assert set(unknown.kept) == {"$.message.new_flag", "$.message.tool_calls[0].later"}
+
+
+def test_an_unknown_field_is_reported_by_replay_and_blocks_verified(tmp_path: Path) -> None:
+    """A replay that met an unknown field says so and is not verified: it lost or moved a value
+    inside the checkpointed range (ADR 0018)."""
+    from ledger import RolloutWriter, StopKind
+    from replay import Verdict, read_replay, verify_replay
+
+    with RolloutWriter.create(tmp_path) as w:
+        w.append(Message(role="user", content="hi"))
+        w.stop(StopKind.PAUSED)
+    lines = w.path.read_bytes().splitlines(keepends=True)
+    lines[1] = lines[1].replace(b'"message":{', b'"message":{"from_the_future":1,', 1)
+    w.path.write_bytes(b"".join(lines))
+    rep = read_replay(w.path)
+    kinds = [d.kind for d in rep.degraded]
+    assert DegradationKind.UNKNOWN_FIELD in kinds
+    assert not rep.verified
+    assert verify_replay(rep).verdict is not Verdict.OK
+    assert bytes(rep.messages[0].extra) == b'{"from_the_future":1}'
 
 
 @pytest.mark.parametrize(

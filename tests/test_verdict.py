@@ -20,6 +20,7 @@ DAMAGE = {
     DegradationKind.TORN_TAIL: True,
     DegradationKind.LINE_TOO_LONG: True,
     DegradationKind.UNKNOWN_RECORD: False,
+    DegradationKind.UNKNOWN_FIELD: False,
     DegradationKind.NEWER_FORMAT: False,
     DegradationKind.SEQUENCE_GAP: True,
     DegradationKind.SEQUENCE_DUPLICATE: True,

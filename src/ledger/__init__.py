@@ -6,6 +6,7 @@
 from ledger.codec import (
     RecordDecodeError,
     decode_record,
+    decode_record_reporting,
     encode_line,
     encode_record,
     join_message,
@@ -117,6 +118,7 @@ __all__ = [
     "current_rollout_session_id",
     "delegation_coordinates",
     "decode_record",
+    "decode_record_reporting",
     "encode_line",
     "encode_record",
     "fold",

@@ -11,12 +11,14 @@ from datetime import UTC, datetime, timedelta
 
 import msgspec
 
+from ledger.lenient import UnknownFields, strip_unknown_fields
 from ledger.messages import Message, Reasoning, Role
 from ledger.records import MessageRecord, ReasoningRecord, Record, SessionMeta, UnknownRecord
 
 __all__ = [
     "RecordDecodeError",
     "decode_record",
+    "decode_record_reporting",
     "encode_line",
     "encode_record",
     "join_message",
@@ -74,13 +76,29 @@ def decode_record(data: bytes | str) -> Record | UnknownRecord:
     """Decode one line (surrounding whitespace allowed) into a record.
 
     A well-formed object whose ``type`` this reader does not know becomes an
-    :class:`UnknownRecord`; anything else that is not a valid record raises
-    :class:`RecordDecodeError` with what was wrong.
+    :class:`UnknownRecord`; a known record with fields this reader does not know is restored
+    without them (kept in ``extra`` where the type has one: :func:`decode_record_reporting`
+    says which); anything else that is not a valid record raises :class:`RecordDecodeError`
+    with what was wrong.
     """
+    return decode_record_reporting(data)[0]
+
+
+def decode_record_reporting(
+    data: bytes | str,
+) -> tuple[Record | UnknownRecord, UnknownFields | None]:
+    """:func:`decode_record`, and the fields of the line this reader did not know (ADR 0018)."""
     try:
-        return _decoder.decode(data)
+        return _decoder.decode(data), None
     except msgspec.ValidationError as exc:
-        return _unknown_or_raise(data, exc)
+        stripped = strip_unknown_fields(data) if "unknown field" in str(exc) else None
+        if stripped is not None:
+            cleaned, unknown = stripped
+            try:
+                return _decoder.decode(cleaned), unknown
+            except msgspec.ValidationError as again:
+                exc = again
+        return _unknown_or_raise(data, exc), None
     except msgspec.DecodeError as exc:
         raise RecordDecodeError(_describe(data, exc)) from None
     except RecursionError:

@@ -18,6 +18,7 @@ class DegradationKind(StrEnum):
     TORN_TAIL = "torn_tail"
     LINE_TOO_LONG = "line_too_long"
     UNKNOWN_RECORD = "unknown_record"
+    UNKNOWN_FIELD = "unknown_field"
     NEWER_FORMAT = "newer_format"
     SEQUENCE_GAP = "sequence_gap"
     SEQUENCE_DUPLICATE = "sequence_duplicate"
@@ -42,6 +43,7 @@ NOT_DAMAGE: Final = frozenset(
         DegradationKind.REBUILT_FROM_COMPACTED,
         DegradationKind.MESSAGE_CAP,
         DegradationKind.UNKNOWN_RECORD,
+        DegradationKind.UNKNOWN_FIELD,
         DegradationKind.NEWER_FORMAT,
     }
 )

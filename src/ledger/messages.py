@@ -73,7 +73,13 @@ class ReasoningKind(StrEnum):
 
 
 class Origin(
-    msgspec.Struct, metaclass=Checked, frozen=True, gc=False, kw_only=True, omit_defaults=True
+    msgspec.Struct,
+    metaclass=Checked,
+    forbid_unknown_fields=True,
+    frozen=True,
+    gc=False,
+    kw_only=True,
+    omit_defaults=True,
 ):
     """Where a provider item came from, so it is only ever sent back there."""
 
@@ -86,6 +92,7 @@ class Origin(
 class TextPart(
     msgspec.Struct,
     metaclass=Checked,
+    forbid_unknown_fields=True,
     frozen=True,
     gc=False,
     kw_only=True,
@@ -106,6 +113,7 @@ class TextPart(
 class MediaPart(
     msgspec.Struct,
     metaclass=Checked,
+    forbid_unknown_fields=True,
     frozen=True,
     gc=False,
     kw_only=True,
@@ -133,6 +141,7 @@ class MediaPart(
 class OpaquePart(
     msgspec.Struct,
     metaclass=Checked,
+    forbid_unknown_fields=True,
     frozen=True,
     gc=False,
     kw_only=True,
@@ -149,7 +158,13 @@ ContentPart = TextPart | MediaPart | OpaquePart
 
 
 class Reasoning(
-    msgspec.Struct, metaclass=Checked, frozen=True, gc=False, kw_only=True, omit_defaults=True
+    msgspec.Struct,
+    metaclass=Checked,
+    forbid_unknown_fields=True,
+    frozen=True,
+    gc=False,
+    kw_only=True,
+    omit_defaults=True,
 ):
     """One reasoning ("thinking") block of an assistant message.
 
@@ -169,7 +184,13 @@ class Reasoning(
 
 
 class ToolCall(
-    msgspec.Struct, metaclass=Checked, frozen=True, gc=False, kw_only=True, omit_defaults=True
+    msgspec.Struct,
+    metaclass=Checked,
+    forbid_unknown_fields=True,
+    frozen=True,
+    gc=False,
+    kw_only=True,
+    omit_defaults=True,
 ):
     """A tool call requested by the assistant.
 
@@ -185,7 +206,13 @@ class ToolCall(
 
 
 class Message(
-    msgspec.Struct, metaclass=Checked, frozen=True, gc=False, kw_only=True, omit_defaults=True
+    msgspec.Struct,
+    metaclass=Checked,
+    forbid_unknown_fields=True,
+    frozen=True,
+    gc=False,
+    kw_only=True,
+    omit_defaults=True,
 ):
     """One conversation message, exactly as the provider and the framework gave it.
 

@@ -18,7 +18,7 @@ from typing import Any, BinaryIO, Final
 import attrs
 import msgspec
 
-from ledger.codec import RecordDecodeError, decode_record
+from ledger.codec import RecordDecodeError, decode_record_reporting
 from ledger.damage import Degradation, DegradationKind
 from ledger.records import Record
 from ledger.reducer import Entry, ReplayState, fold_batches
@@ -124,9 +124,9 @@ def iter_batches(
     elif held:
         tail = b"".join(held)
         lineno += 1
-        entry = _decode_line(tail, lineno, max_line_bytes)
-        if entry is not None:
-            yield lineno, (entry,)
+        entries = _decode_line(tail, lineno, max_line_bytes)
+        if entries:
+            yield lineno, entries
 
 
 def _decode_block(block: bytes, lines: int, lineno: int, max_line_bytes: int) -> Iterator[Batch]:
@@ -149,20 +149,32 @@ def _decode_block(block: bytes, lines: int, lineno: int, max_line_bytes: int) ->
                 return
     for raw in block.split(b"\n")[:-1]:
         lineno += 1
-        entry = _decode_line(raw + b"\n", lineno, max_line_bytes)
-        if entry is not None:
-            yield lineno, (entry,)
+        entries = _decode_line(raw + b"\n", lineno, max_line_bytes)
+        if entries:
+            yield lineno, entries
 
 
-def _decode_line(raw: bytes, lineno: int, max_line_bytes: int) -> Entry | None:
+def _decode_line(raw: bytes, lineno: int, max_line_bytes: int) -> tuple[Entry, ...]:
+    """The entries of one line: its record (after what it did not know, when it had such
+    fields), its damage, or nothing for a blank line."""
     if _content_length(raw) > max_line_bytes:
-        return _too_long(lineno, len(raw), max_line_bytes)
+        return (_too_long(lineno, len(raw), max_line_bytes),)
     try:
-        return decode_record(raw)
+        record, unknown = decode_record_reporting(raw)
     except RecordDecodeError as exc:
         if not raw.strip():
-            return None
-        return _damage(raw, lineno, str(exc))
+            return ()
+        return (_damage(raw, lineno, str(exc)),)
+    if unknown is None:
+        return (record,)
+    # Reported first, with the line's own number, so that the record after it keeps its line.
+    note = Degradation(
+        kind=DegradationKind.UNKNOWN_FIELD,
+        detail=unknown.describe(),
+        line=lineno,
+        seq=getattr(record, "seq", None),
+    )
+    return (note, record)
 
 
 def _content_length(raw: bytes) -> int:

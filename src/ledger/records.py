@@ -55,6 +55,7 @@ class StopKind(StrEnum):
 class _Record(
     msgspec.Struct,
     metaclass=Checked,
+    forbid_unknown_fields=True,
     frozen=True,
     gc=False,
     omit_defaults=True,
@@ -107,7 +108,13 @@ class AgentCheckpoint(_Record, frozen=True, kw_only=True, tag="agent_checkpoint"
 
 
 class ErrorDetail(
-    msgspec.Struct, metaclass=Checked, frozen=True, gc=False, kw_only=True, omit_defaults=True
+    msgspec.Struct,
+    metaclass=Checked,
+    forbid_unknown_fields=True,
+    frozen=True,
+    gc=False,
+    kw_only=True,
+    omit_defaults=True,
 ):
     """What went wrong, when a session stopped on an error."""
 
@@ -153,7 +160,14 @@ RECORD_TYPES: Final = (
 )
 
 
-class UnknownRecord(msgspec.Struct, metaclass=Checked, frozen=True, gc=False, kw_only=True):
+class UnknownRecord(
+    msgspec.Struct,
+    metaclass=Checked,
+    forbid_unknown_fields=True,
+    frozen=True,
+    gc=False,
+    kw_only=True,
+):
     """A well-formed line whose type this reader does not know (a newer writer, or damage).
 
     It is reported, never fatal; ``raw`` is the line as read.

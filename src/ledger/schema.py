@@ -20,7 +20,7 @@ _SCHEMA_ID = f"https://rollout-ledger.invalid/schema/rollout-v{FORMAT_VERSION}.s
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema (2020-12) of one rollout line, for the current format version."""
-    body = msgspec.json.schema(Record)
+    body = _tolerant(msgspec.json.schema(Record))
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": _SCHEMA_ID,
@@ -32,6 +32,20 @@ def json_schema() -> dict[str, Any]:
         "x-format-version": FORMAT_VERSION,
         **body,
     }
+
+
+def _tolerant(node: Any) -> Any:
+    # The types forbid unknown fields so that a reader notices and reports them (ADR 0018);
+    # the format itself allows them, so the schema does not say additionalProperties: false.
+    if isinstance(node, dict):
+        return {
+            k: _tolerant(v)
+            for k, v in node.items()
+            if not (k == "additionalProperties" and v is False)
+        }
+    if isinstance(node, list):
+        return [_tolerant(v) for v in node]
+    return node
 
 
 def schema_bytes() -> bytes:

@@ -271,6 +271,14 @@ def _verify(state: ReplayState, degraded: list[Degradation]) -> bool:
         )
         return False
     ok = True
+    # A value moved to extra or dropped inside the checkpointed range was not restored as it
+    # was written: not verified, whatever the digest says (ADR 0018).
+    cut = state.checkpoint_line
+    if any(
+        d.kind == DegradationKind.UNKNOWN_FIELD and (d.line is None or cut is None or d.line < cut)
+        for d in state.degraded
+    ):
+        ok = False
     covered = state.at_checkpoint
     if len(covered) != checkpoint.message_count:
         degraded.append(
