@@ -177,6 +177,19 @@ def test_replace_loads_wholesale_without_truncation() -> None:
     assert memory.snapshot() == (user(4), user(5))
 
 
+def test_replace_keeps_a_copy_of_the_callers_list() -> None:
+    """replace() copies what it is given: changing the caller's list later changes nothing
+    inside (SPEC rule 3), and neither does changing the list a snapshot was built from."""
+    memory = ConversationMemory()
+    given = [user(0), user(1)]
+    memory.replace(given)
+    given.append(user(2))
+    given[0] = user(9)
+    assert memory.snapshot() == (user(0), user(1))
+    memory.append(user(3))
+    assert given == [user(9), user(1), user(2)]
+
+
 # --- the wire form ----------------------------------------------------------------------------
 
 

@@ -125,7 +125,7 @@ class ConversationMemory:
         With a bound writer the message goes to the rollout as well, in memory order. If the
         writer refuses it (closed, failed), memory is left unchanged and the error propagates.
         """
-        if not isinstance(message, Message):
+        if type(message) is not Message:
             raise TypeError(f"append() takes a ledger.Message, not {type(message).__name__}")
         with self._lock:
             if self._writer is not None:
@@ -197,7 +197,7 @@ class ConversationMemory:
         """
         new = list(messages)
         for m in new:
-            if not isinstance(m, Message):
+            if type(m) is not Message:
                 raise TypeError(f"replace() takes ledger.Message values, not {type(m).__name__}")
         with self._lock:
             self._messages = new
