@@ -1,0 +1,115 @@
+"""Residues: what a provider object holds beyond what the ledger types carry, kept exactly.
+
+An adapter turns a provider object (a message, a block, a part, an item) into ledger values,
+then builds the object back from those values alone. Whatever differs between the original
+and that rebuild is the *residue*: keys the types have no home for (kept verbatim, in their
+order), keys the rebuild adds that the original did not have, nested objects that differ, and
+the key order. Applying the residue to the rebuild gives the original back, key order included.
+
+The residue is stored as JSON text written in the order it was received: ``ledger.raw_json``
+sorts keys, which would lose the order of unknown fields, so it is not used here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from ledger.providers._errors import ProviderError
+
+__all__ = [
+    "Residue",
+    "apply",
+    "diff",
+    "dumps",
+    "read_extra",
+    "same",
+    "with_extra",
+]
+
+Residue = dict[str, Any]
+"""``x``: keys kept verbatim; ``a``: keys the rebuild adds that were absent; ``n``: residues
+of nested objects; ``k``: the original key order, when the rebuild would give another."""
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text of ``value`` in the order given (never sorted)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal as JSON text: key order, ``1`` against ``1.0`` and ``true`` against ``1`` count."""
+    return type(a) is type(b) and (a == b if isinstance(a, str) else dumps(a) == dumps(b))
+
+
+def diff(original: Mapping[str, Any], built: Mapping[str, Any], *, typed: tuple[str, ...] = ()) -> Residue:
+    """The residue that turns ``built`` into ``original``; empty when they are the same.
+
+    ``typed`` names keys the ledger types hold: a difference there is a bug of the adapter
+    (its rebuild lost data), never something to paper over with a verbatim copy.
+    """
+    residue: Residue = {}
+    kept: dict[str, Any] = {}
+    nested: dict[str, Residue] = {}
+    for key, value in original.items():
+        if key in built and same(built[key], value):
+            continue
+        if key in typed:
+            raise RuntimeError(f"adapter rebuilt {key!r} as {built.get(key)!r}, not {value!r}")
+        other = built.get(key)
+        if isinstance(value, dict) and isinstance(other, dict):
+            nested[key] = diff(value, other)
+        else:
+            kept[key] = value
+    absent = [key for key in built if key not in original]
+    if kept:
+        residue["x"] = kept
+    if absent:
+        residue["a"] = absent
+    if nested:
+        residue["n"] = nested
+    if list(apply(built, residue)) != list(original):
+        residue["k"] = list(original)
+    return residue
+
+
+def apply(built: Mapping[str, Any], residue: Residue | None) -> dict[str, Any]:
+    """``built`` with ``residue`` applied: the original object, keys in its order."""
+    out = dict(built)
+    if not residue:
+        return out
+    for key in residue.get("a", ()):
+        out.pop(key, None)
+    for key, sub in residue.get("n", {}).items():
+        if isinstance(out.get(key), dict):
+            out[key] = apply(out[key], sub)
+    out.update(residue.get("x", {}))
+    order = residue.get("k")
+    if order is not None:
+        out = {key: out[key] for key in order if key in out} | out
+    return out
+
+
+def read_extra(extra: msgspec.Raw | msgspec.UnsetType, shape: str) -> Residue:
+    """This shape's residue from a ledger value's ``extra`` (empty when it has none)."""
+    if extra is msgspec.UNSET:
+        return {}
+    try:
+        held = json.loads(bytes(extra))
+    except ValueError:
+        return {}
+    found = held.get(shape) if isinstance(held, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def with_extra(residue: Residue, shape: str, path: str) -> msgspec.Raw | msgspec.UnsetType:
+    """``{shape: residue}`` as raw JSON text in the order received, or UNSET when empty."""
+    if not residue:
+        return msgspec.UNSET
+    try:
+        return msgspec.Raw(dumps({shape: residue}).encode("utf-8"))
+    except (TypeError, ValueError) as exc:
+        raise ProviderError(path, f"a JSON value ({exc})") from None
