@@ -16,8 +16,12 @@ from ledger.providers._errors import ProviderError
 
 __all__ = ["check", "fail", "words"]
 
-_EXPECTED = re.compile(r"^Expected `(?P<want>[^`]+)`, got `(?P<got>[^`]+)`(?: - at `\$(?P<at>.*)`)?$")
-_MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]+)`(?: - at `\$(?P<at>.*)`)?$")
+_EXPECTED = re.compile(
+    r"^Expected `(?P<want>[^`]+)`, got `(?P<got>[^`]+)`(?: - at `\$(?P<at>.*)`)?$"
+)
+_MISSING = re.compile(
+    r"^Object missing required field `(?P<field>[^`]+)`(?: - at `\$(?P<at>.*)`)?$"
+)
 _OTHER = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<at>.*)`)?$")
 _WORDS = {
     "str": "a string",
@@ -56,7 +60,9 @@ def _translate(message: str, path: str) -> ProviderError:
     if m := _EXPECTED.match(message):
         return ProviderError(_join(path, m["at"]), f"{words(m['want'])}, got {words(m['got'])}")
     if m := _MISSING.match(message):
-        return ProviderError(_join(path, f"{m['at'] or ''}.{m['field']}"), "a value (a required key)")
+        return ProviderError(
+            _join(path, f"{m['at'] or ''}.{m['field']}"), "a value (a required key)"
+        )
     m = _OTHER.match(message)
     assert m is not None  # the pattern matches any text
     what = m["what"][:1].lower() + m["what"][1:]

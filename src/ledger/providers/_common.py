@@ -79,9 +79,11 @@ def order_of(tokens: str, canonical: str) -> str | None:
 def interleave(order: str | None, pools: Mapping[str, Sequence[T]]) -> list[T]:
     """The pools' items in ``order`` (one letter per item), or pool after pool when ``order``
     is missing or no longer fits the pools (the message was changed since it was read)."""
-    if order is None or any(order.count(k) != len(v) for k, v in pools.items()) or len(
-        order
-    ) != sum(len(v) for v in pools.values()):
+    if (
+        order is None
+        or any(order.count(k) != len(v) for k, v in pools.items())
+        or len(order) != sum(len(v) for v in pools.values())
+    ):
         return [item for pool in pools.values() for item in pool]
     iters = {k: iter(v) for k, v in pools.items()}
     return [next(iters[t]) for t in order]
@@ -102,7 +104,8 @@ class Outbox:
         """Count the verbatim fields other shapes kept on a message, which cannot go here."""
         for extra in extras:
             for shape in SHAPES:
-                if shape != self.shape and read_extra(extra, shape).get("x"):
+                held = read_extra(extra, shape)
+                if shape != self.shape and (held.get("x") or held.get("n")):
                     self.leave(index, f"fields kept verbatim from {shape}", "no home in this shape")
 
 

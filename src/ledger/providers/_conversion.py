@@ -77,7 +77,11 @@ class Target:
         """
         if origin is None or origin.provider != self.provider or origin.api != self.api:
             return False
-        if self.binds_model and None not in (origin.model, self.model) and origin.model != self.model:
+        if (
+            self.binds_model
+            and None not in (origin.model, self.model)
+            and origin.model != self.model
+        ):
             return False
         return not (
             self.binds_endpoint
@@ -95,7 +99,9 @@ class Target:
 
     def origin(self) -> Origin:
         """The origin this target gives the messages it converts."""
-        return Origin(provider=self.provider, api=self.api, model=self.model, endpoint=self.endpoint)
+        return Origin(
+            provider=self.provider, api=self.api, model=self.model, endpoint=self.endpoint
+        )
 
 
 def warn_left_out(conversion: Conversion, shape: str) -> dict[str, Any]:

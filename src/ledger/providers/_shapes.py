@@ -113,12 +113,12 @@ class ChatToolCall(Struct):
 
 class ChatMessage(Struct):
     role: Literal["system", "developer", "user", "assistant", "tool"]
-    content: str | list[Obj] | None | UnsetType = UNSET
+    content: str | list[Obj] | UnsetType | None = UNSET
     name: str | UnsetType = UNSET
     tool_calls: list[Obj] | UnsetType = UNSET
     tool_call_id: str | UnsetType = UNSET
-    reasoning_content: str | None | UnsetType = UNSET
-    reasoning: str | None | UnsetType = UNSET
+    reasoning_content: str | UnsetType | None = UNSET
+    reasoning: str | UnsetType | None = UNSET
 
 
 class ChatRequest(Struct):
@@ -168,7 +168,7 @@ class SummaryText(Struct):
 class ResponsesReasoning(Struct):
     id: str
     summary: list[SummaryText]
-    encrypted_content: str | None | UnsetType = UNSET
+    encrypted_content: str | UnsetType | None = UNSET
 
 
 class FunctionCall(Struct):

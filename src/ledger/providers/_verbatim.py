@@ -45,7 +45,9 @@ def same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and (a == b if isinstance(a, str) else dumps(a) == dumps(b))
 
 
-def diff(original: Mapping[str, Any], built: Mapping[str, Any], *, typed: tuple[str, ...] = ()) -> Residue:
+def diff(
+    original: Mapping[str, Any], built: Mapping[str, Any], *, typed: tuple[str, ...] = ()
+) -> Residue:
     """The residue that turns ``built`` into ``original``; empty when they are the same.
 
     ``typed`` names keys the ledger types hold: a difference there is a bug of the adapter

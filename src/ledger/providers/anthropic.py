@@ -9,7 +9,7 @@ sides name a model; tool-use ``input`` is kept as the exact JSON text of the obj
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -102,15 +102,15 @@ def _part(block: Any, path: str) -> ContentPart:
         check(block, s.Text, path)
         return with_residue(TextPart(text=block["text"]), block, _block_of, SHAPE, path, ("text",))
     source = block.get("source")
-    if kind in ("image", "document") and isinstance(source, dict):
-        if source.get("type") in ("base64", "url"):
-            media = check(block, s.Media, path).source
-            part = (
-                MediaPart(media_type=media.media_type, data=media.data)
-                if isinstance(media, s.Base64Source)
-                else MediaPart(media_type=_URL_MEDIA[kind], url=media.url)
-            )
-            return with_residue(part, block, _block_of, SHAPE, path)
+    held = isinstance(source, dict) and source.get("type") in ("base64", "url")
+    if kind in ("image", "document") and held:
+        media = check(block, s.Media, path).source
+        part = (
+            MediaPart(media_type=media.media_type, data=media.data)
+            if isinstance(media, s.Base64Source)
+            else MediaPart(media_type=_URL_MEDIA[kind], url=media.url)
+        )
+        return with_residue(part, block, _block_of, SHAPE, path)
     return opaque(block, _PROVIDER, path)
 
 
@@ -137,7 +137,9 @@ def _user(msg: Mapping[str, Any], path: str, *, after_tool: bool) -> list[Messag
         tool = Message(
             role=Role.TOOL,
             tool_call_id=block["tool_use_id"],
-            content=body if body is None or isinstance(body, str) else _parts(body, at(bp, "content")),
+            content=body
+            if body is None or isinstance(body, str)
+            else _parts(body, at(bp, "content")),
             is_error=block.get("is_error") is True,
         )
         residue: Residue = {"b": diff(block, _result_block(tool), typed=("tool_use_id",))}
@@ -227,6 +229,8 @@ def export(
     for i, m in enumerate(messages):
         box.foreign_fields(i, extras_of(m))
         res = read_extra(m.extra, SHAPE)
+        if m.name is not None and m.role is not Role.TOOL:
+            box.leave(i, "name", "Anthropic messages carry no participant name")
         if m.role in (Role.SYSTEM, Role.DEVELOPER):
             system.append((i, m))
         elif m.role is Role.TOOL:
@@ -298,6 +302,8 @@ def _blocks(m: Message, box: Outbox, i: int) -> list[dict[str, Any]]:
             box.leave(i, "signature", "Anthropic text blocks carry no signature")
         if block is None:
             box.leave(i, "content part", f"Anthropic has no block for {_kind(part)}")
+        elif block.get("type") == "text" and block.get("text") == "":
+            continue  # Anthropic refuses empty text blocks; an empty part says nothing
         else:
             blocks.append(block)
     return blocks
@@ -306,7 +312,7 @@ def _blocks(m: Message, box: Outbox, i: int) -> list[dict[str, Any]]:
 def _kind(part: ContentPart) -> str:
     if isinstance(part, MediaPart):
         return f"media of type {part.media_type}"
-    return f"a {part.provider or 'foreign'} item" if isinstance(part, OpaquePart) else "this part"
+    return f"an item of {part.provider or 'another API'}" if isinstance(part, OpaquePart) else "it"
 
 
 def _block_of(part: ContentPart) -> dict[str, Any] | None:
@@ -354,15 +360,15 @@ def _use_block(call: ToolCall) -> dict[str, Any]:
     return apply(block, read_extra(call.extra, SHAPE))
 
 
-def _assistant_out(
-    m: Message, res: Residue, goal: Target, box: Outbox, i: int
-) -> dict[str, Any]:
+def _assistant_out(m: Message, res: Residue, goal: Target, box: Outbox, i: int) -> dict[str, Any]:
     thinking: list[dict[str, Any] | None] = []
     for r in m.reasoning:
         origin = r.origin or m.origin
         block = _thinking_block(r) if goal.accepts(origin) else None
         if block is None:
-            why = goal.why_not(origin) if not goal.accepts(origin) else "no Anthropic block holds it"
+            why = (
+                goal.why_not(origin) if not goal.accepts(origin) else "no Anthropic block holds it"
+            )
             box.leave(i, "reasoning", why)
         thinking.append(block)
     uses: list[dict[str, Any]] = []
@@ -374,6 +380,10 @@ def _assistant_out(
         uses.append(_use_block(call))
     if isinstance(m.content, str) and not m.reasoning and not m.tool_calls:
         return apply({"role": "assistant", "content": m.content}, res.get("m"))
-    pools = {"r": thinking, "p": _blocks(m, box, i), "c": uses}
+    pools: dict[str, Sequence[dict[str, Any] | None]] = {
+        "r": thinking,
+        "p": _blocks(m, box, i),
+        "c": uses,
+    }
     content = [b for b in interleave(res.get("o"), pools) if b is not None]
     return apply({"role": "assistant", "content": content}, res.get("m"))
