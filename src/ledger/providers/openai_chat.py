@@ -36,6 +36,7 @@ __all__ = ["SHAPE", "export", "from_ledger", "response_to_ledger", "target", "to
 SHAPE = "openai_chat"
 _API = "chat.completions"
 _FIELDS = ("reasoning_content", "reasoning")
+_OPAQUE = "openai.chat"  # the provider label of parts kept whole (not a Responses item)
 _DATA_URL = re.compile(r"data:(?P<type>[^;,]+);base64,(?P<data>.*)", re.DOTALL)
 
 
@@ -121,7 +122,7 @@ def _part(part: Any, path: str) -> ContentPart:
     kind = check(part, s.Typed, path).type
     shape = s.CHAT_PARTS.get(kind)
     if shape is None:
-        return opaque(part, "openai", path)
+        return opaque(part, _OPAQUE, path)
     value = check(part, shape, path)
     built: TextPart | MediaPart
     if isinstance(value, s.Text):
@@ -184,7 +185,13 @@ def export(
     out = []
     for i, m in enumerate(messages):
         box.foreign_fields(i, extras_of(m))
-        out.append(apply(_message_out(m, goal, box, i), read_extra(m.extra, SHAPE)))
+        built = apply(_message_out(m, goal, box, i), read_extra(m.extra, SHAPE))
+        if built.get("content") == [] and m.content:  # every part was left out
+            if not built.get("tool_calls"):
+                box.leave(i, "message", "none of its content can be sent")
+                continue
+            built["content"] = None
+        out.append(built)
     return Conversion(request={"messages": out}, left_out=tuple(box.left))
 
 
@@ -240,7 +247,7 @@ def _part_out(part: ContentPart) -> dict[str, Any] | None:
         else:
             return None
     else:
-        return opaque_value(part) if part.provider == "openai" else None
+        return opaque_value(part) if part.provider == _OPAQUE else None
     return apply(out, read_extra(part.extra, SHAPE))
 
 

@@ -37,6 +37,7 @@ from ledger.providers._verbatim import Residue, apply, diff, read_extra, with_ex
 __all__ = ["SHAPE", "export", "from_ledger", "response_to_ledger", "target", "to_ledger"]
 
 SHAPE = "openai_responses"
+_OPAQUE = "openai.responses"  # the provider label of items and parts kept whole
 _TURN = frozenset({"reasoning", "function_call", "custom_tool_call"})
 _OUTPUT = frozenset({"function_call_output", "custom_tool_call_output"})
 _DATA_URL = re.compile(r"data:(?P<type>image/[^;,]+);base64,(?P<data>.*)", re.DOTALL)
@@ -119,14 +120,14 @@ def _part(part: Any, path: str) -> ContentPart:
     kind = check(part, s.Typed, path).type
     shape = s.RESPONSES_PARTS.get(kind)
     if shape is None:
-        return opaque(part, "openai", path)
+        return opaque(part, _OPAQUE, path)
     value = check(part, shape, path)
     if isinstance(value, s.Text):
         text = TextPart(text=value.text)
         return with_residue(text, part, lambda p: _part_out(p, kind == "output_text"), SHAPE, path)
     assert isinstance(value, s.InputImage)
     if not isinstance(value.image_url, str):
-        return opaque(part, "openai", path)
+        return opaque(part, _OPAQUE, path)
     m = _DATA_URL.fullmatch(value.image_url)
     media = (
         MediaPart(media_type=m["type"], data=m["data"])
@@ -202,7 +203,7 @@ def _turn(items: list[tuple[int, Any]], root: str, origin: Origin) -> Message:
             parts.extend(mine)
             tokens += "m"
         else:
-            parts.append(opaque(item, "openai", path))
+            parts.append(opaque(item, _OPAQUE, path))
             tokens += "o"
     body: str | tuple[ContentPart, ...] | None = tuple(parts) if tokens.strip("rc") else None
     if len(held) == 1 and held[0]["s"] and "o" not in tokens and isinstance(parts[0], TextPart):
@@ -251,7 +252,7 @@ def _part_out(part: ContentPart, assistant: bool) -> dict[str, Any] | None:
         url = part.url if part.url is not None else f"data:{part.media_type};base64,{part.data}"
         out = {"type": "input_image", "image_url": url}
     elif isinstance(part, OpaquePart):
-        return opaque_value(part) if part.provider == "openai" else None
+        return opaque_value(part) if part.provider == _OPAQUE else None
     else:
         return None
     return apply(out, read_extra(part.extra, SHAPE))
