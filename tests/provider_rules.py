@@ -38,13 +38,16 @@ def check_anthropic(request: dict[str, Any]) -> None:
         assert blocks or (last and role == "assistant"), "a turn with no content"
         for b in blocks:
             if b["type"] == "text":
-                assert isinstance(b["text"], str) and b["text"], "an empty text block"
+                assert isinstance(b["text"], str)
+                assert b["text"], "an empty text block"
             elif b["type"] == "thinking":
-                assert isinstance(b["thinking"], str) and isinstance(b["signature"], str)
+                assert isinstance(b["thinking"], str)
+                assert isinstance(b["signature"], str)
             elif b["type"] == "redacted_thinking":
                 assert isinstance(b["data"], str)
             elif b["type"] == "tool_use":
-                assert role == "assistant" and isinstance(b["input"], dict)
+                assert role == "assistant"
+                assert isinstance(b["input"], dict)
         uses = [b["id"] for b in blocks if b["type"] == "tool_use"]
         results = [b["tool_use_id"] for b in blocks if b["type"] == "tool_result"]
         if results:
@@ -101,7 +104,8 @@ def check_responses(request: dict[str, Any]) -> None:
             assert item["role"] in ("user", "assistant", "system", "developer")
             assert isinstance(item["content"], str | list)
         elif kind == "reasoning":
-            assert isinstance(item["id"], str) and isinstance(item["summary"], list)
+            assert isinstance(item["id"], str)
+            assert isinstance(item["summary"], list)
             assert k + 1 < len(items), "a reasoning item without its following item"
         elif kind == "function_call":
             assert isinstance(item["arguments"], str)
@@ -134,7 +138,8 @@ def check_gemini(request: dict[str, Any]) -> None:
             for p in content["parts"]:
                 if "functionResponse" in p:
                     body = p["functionResponse"]
-                    assert body["name"] and isinstance(body["response"], dict)
+                    assert body["name"]
+                    assert isinstance(body["response"], dict)
 
 
 CHECKS = {

@@ -42,7 +42,17 @@ def dumps(value: Any) -> str:
 
 def same(a: Any, b: Any) -> bool:
     """Equal as JSON text: key order, ``1`` against ``1.0`` and ``true`` against ``1`` count."""
-    return type(a) is type(b) and (a == b if isinstance(a, str) else dumps(a) == dumps(b))
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(map(same, a, b))
+    if isinstance(a, float):
+        return repr(a) == repr(b)  # 0.0 and -0.0 are equal numbers but different text
+    return bool(a == b)
 
 
 def diff(
