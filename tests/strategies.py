@@ -699,3 +699,53 @@ def gemini_requests(draw: st.DrawFn) -> dict[str, object]:
             contents.append({"role": "user", "parts": answers})
     request["contents"] = contents
     return request
+
+
+@st.composite
+def pydantic_ai_histories(draw: st.DrawFn) -> list[object]:
+    """A Pydantic AI history: requests and responses with signed thinking and tool calls.
+
+    Imports pydantic_ai when drawn, so that this module does not need the extra."""
+    from pydantic_ai import messages as pm
+
+    new_id = _ids("call_")
+    history: list[object] = []
+    parts: list[object] = []
+    if draw(st.booleans()):
+        parts.append(pm.SystemPromptPart(draw(ptext)))
+    for _ in range(draw(st.integers(1, 3))):
+        prompt = draw(ptext | st.lists(ptext, min_size=1, max_size=2))
+        parts.append(pm.UserPromptPart(prompt))
+        history.append(pm.ModelRequest(parts=parts))
+        answer: list[object] = []
+        calls = []
+        for _ in range(draw(st.integers(1, 4))):
+            kind = draw(st.sampled_from(["thinking", "text", "call"]))
+            if kind == "thinking":
+                answer.append(
+                    pm.ThinkingPart(
+                        draw(st.just("") | ptext),
+                        id=draw(st.none() | st.just("rs_1")),
+                        signature=draw(st.none() | opaque_token),
+                        provider_name=draw(st.sampled_from([None, "anthropic", "openai"])),
+                    )
+                )
+            elif kind == "text":
+                answer.append(pm.TextPart(draw(ptext)))
+            else:
+                args = draw(json_args | text)
+                calls.append(pm.ToolCallPart(draw(ident), args, tool_call_id=new_id()))
+                answer.append(calls[-1])
+        provider = draw(st.sampled_from([None, "anthropic", "openai"]))
+        history.append(
+            pm.ModelResponse(
+                parts=answer, model_name=draw(st.none() | ident), provider_name=provider
+            )
+        )
+        parts = [
+            pm.ToolReturnPart(c.tool_name, draw(ptext | json_args), tool_call_id=c.tool_call_id)
+            for c in calls
+        ]
+    if parts:
+        history.append(pm.ModelRequest(parts=parts))
+    return history

@@ -11,7 +11,7 @@ import msgspec
 from ledger.messages import MediaPart, Message, OpaquePart, Reasoning, TextPart, ToolCall
 from ledger.providers._check import fail
 from ledger.providers._conversion import LeftOut
-from ledger.providers._verbatim import diff, dumps, read_extra, with_extra
+from ledger.providers.residue import diff, dumps, read_extra, with_extra
 
 __all__ = [
     "Outbox",

@@ -41,7 +41,7 @@ from ledger.providers._common import (
     with_residue,
 )
 from ledger.providers._conversion import Conversion, Target, warn_left_out
-from ledger.providers._verbatim import Residue, apply, diff, read_extra, with_extra
+from ledger.providers.residue import Residue, apply, diff, read_extra, with_extra
 
 __all__ = ["SHAPE", "export", "from_ledger", "response_to_ledger", "target", "to_ledger"]
 

@@ -42,7 +42,7 @@ from ledger.providers._common import (
     order_of,
 )
 from ledger.providers._conversion import Conversion, Target, warn_left_out
-from ledger.providers._verbatim import Residue, apply, diff, dumps, read_extra, with_extra
+from ledger.providers.residue import Residue, apply, diff, dumps, read_extra, with_extra
 
 __all__ = [
     "SHAPE",
