@@ -66,7 +66,7 @@ def from_ledger(messages: Iterable[Message]) -> list[ModelMessage]:
     for d in dumped:
         shell = d.pop("_shell", None)
         d.update(apply(d, shell))
-    return list(ModelMessagesTypeAdapter.validate_python(_reordered(dumped)))
+    return list(ModelMessagesTypeAdapter.validate_python(dumped))
 
 
 def write_history(writer: RolloutWriter, history: Sequence[ModelMessage]) -> None:
@@ -110,7 +110,7 @@ def _request_part(part: dict[str, Any]) -> tuple[Message, Residue]:
     if kind == "user-prompt":
         if isinstance(content, str):
             return Message(role=Role.USER, content=content), {}
-        parts = tuple(TextPart(text=c) if isinstance(c, str) else _opaque(c) for c in content)
+        parts = tuple(TextPart(text=c) if isinstance(c, str) else _opaque(c) for c in content or ())
         return Message(role=Role.USER, content=parts), {}
     if kind in ("tool-return", "retry-prompt"):
         tool = kind == "tool-return" or part.get("tool_name") is not None
@@ -262,9 +262,3 @@ def _response_out(m: Message) -> dict[str, Any]:
     iters = {k: iter(v) for k, v in pools.items()}
     parts = [next(iters[t]) for t in order]
     return _shell_out(m, parts)
-
-
-def _reordered(dumped: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    # The shell residues already carry each message's own key order; nothing else to do, but
-    # the type adapter wants plain lists for the parts.
-    return [{**d, "parts": list(d["parts"])} for d in dumped]
