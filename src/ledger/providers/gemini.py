@@ -112,7 +112,11 @@ def response_to_ledger(response: Mapping[str, Any], *, endpoint: str | None = No
     model = response.get("modelVersion")
     origin = target(model if isinstance(model, str) else None, endpoint).origin()
     rid = response.get("responseId")
-    mint = rid if isinstance(rid, str) else hashlib.sha256(dumps(content).encode()).hexdigest()[:16]
+    mint = (
+        rid
+        if isinstance(rid, str)
+        else hashlib.blake2b(dumps(content).encode(), digest_size=8).hexdigest()
+    )
     message = _model(content, "candidates[0].content", origin, mint)
     meta = {k: v for k, v in response.items() if k != "candidates"}
     meta["candidate"] = {k: v for k, v in candidates[0].items() if k != "content"}
