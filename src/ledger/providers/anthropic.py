@@ -110,7 +110,8 @@ def _part(block: Any, path: str) -> ContentPart:
             if isinstance(media, s.Base64Source)
             else MediaPart(media_type=_URL_MEDIA[kind], url=media.url)
         )
-        return with_residue(part, block, _block_of, SHAPE, path)
+        typed = ("source.data", "source.url", "source.media_type" if part.data else "")
+        return with_residue(part, block, _block_of, SHAPE, path, typed)
     return opaque(block, _PROVIDER, path)
 
 
@@ -142,7 +143,7 @@ def _user(msg: Mapping[str, Any], path: str, *, after_tool: bool) -> list[Messag
             else _parts(body, at(bp, "content")),
             is_error=block.get("is_error") is True,
         )
-        residue: Residue = {"b": diff(block, _result_block(tool), typed=("tool_use_id",))}
+        residue: Residue = {"b": diff(block, _result_block(tool), typed=("tool_use_id", "content"))}
         if not members:
             residue |= {"m": shell, "s": 1 if after_tool else 0}
         members.append(msgspec.structs.replace(tool, extra=_ext(residue, bp)))
@@ -176,7 +177,9 @@ def _assistant(msg: Mapping[str, Any], path: str, origin: Origin) -> Message:
         if kind == "thinking":
             check(block, s.Thinking, bp)
             r = Reasoning(text=block["thinking"], signature=block["signature"], origin=origin)
-            reasoning.append(with_residue(r, block, _thinking_block, SHAPE, bp, ("signature",)))
+            reasoning.append(
+                with_residue(r, block, _thinking_block, SHAPE, bp, ("thinking", "signature"))
+            )
             tokens += "r"
         elif kind == "redacted_thinking":
             check(block, s.Redacted, bp)

@@ -149,7 +149,14 @@ def _part(part: Any, path: str) -> ContentPart:
         built = MediaPart(media_type=media, url=value.fileData.fileUri)
     else:
         return opaque(part, _PROVIDER, path)
-    residue = diff(part, _part_out(built) or {})
+    typed = (
+        "text",
+        "thoughtSignature",
+        "inlineData.data",
+        "inlineData.mimeType",
+        "fileData.fileUri",
+    )
+    residue = diff(part, _part_out(built) or {}, typed=typed)
     return msgspec.structs.replace(built, extra=_ext(residue, path)) if residue else built
 
 
@@ -176,7 +183,8 @@ def _user(
         text = json_text(fr.response, at(at(pp, "functionResponse"), "response"))
         tool = Message(role=Role.TOOL, tool_call_id=call_id, name=fr.name, content=text)
         residue: Residue = {"i": 1 if minted else 0}
-        residue["b"] = diff(part, _response_part(tool, minted))
+        typed = ("functionResponse.name", "functionResponse.response", "functionResponse.id")
+        residue["b"] = diff(part, _response_part(tool, minted), typed=typed)
         if not members:
             residue |= {"m": shell, "s": 1 if after_tool else 0}
         members.append(msgspec.structs.replace(tool, extra=_ext(residue, pp)))
@@ -201,7 +209,9 @@ def _model(content: Mapping[str, Any], path: str, origin: Origin, mint: str) -> 
         sig = value.thoughtSignature if isinstance(value.thoughtSignature, str) else None
         if value.thought is True and isinstance(value.text, str):
             r = Reasoning(kind=ReasoningKind.SUMMARY, text=value.text, signature=sig, origin=origin)
-            residue = diff(part, _thought_part(r) or {})
+            residue = diff(
+                part, _thought_part(r) or {}, typed=("text", "thought", "thoughtSignature")
+            )
             reasoning.append(msgspec.structs.replace(r, extra=_ext(residue, pp)) if residue else r)
             tokens += "r"
         elif isinstance(value.functionCall, s.GeminiCall):
@@ -214,7 +224,13 @@ def _model(content: Mapping[str, Any], path: str, origin: Origin, mint: str) -> 
             call = ToolCall(id=call_id, name=fc.name, arguments=args, signature=sig)
             marker = with_extra({"i": 1} if minted else {}, SHAPE, pp)
             call = msgspec.structs.replace(call, extra=marker)
-            residue = read_extra(marker, SHAPE) | diff(part, _call_part(call))
+            typed = (
+                "thoughtSignature",
+                "functionCall.name",
+                "functionCall.args",
+                "functionCall.id",
+            )
+            residue = read_extra(marker, SHAPE) | diff(part, _call_part(call), typed=typed)
             calls.append(msgspec.structs.replace(call, extra=_ext(residue, pp)))
             tokens += "c"
         else:

@@ -36,6 +36,7 @@ __all__ = ["SHAPE", "export", "from_ledger", "response_to_ledger", "target", "to
 SHAPE = "openai_chat"
 _API = "chat.completions"
 _FIELDS = ("reasoning_content", "reasoning")
+_CALL_TYPED = ("id", "function.name", "function.arguments", "custom.name", "custom.input")
 _OPAQUE = "openai.chat"  # the provider label of parts kept whole (not a Responses item)
 _DATA_URL = re.compile(r"data:(?P<type>[^;,]+);base64,(?P<data>.*)", re.DOTALL)
 
@@ -109,7 +110,7 @@ def _message(msg: Any, path: str, goal: Target) -> Message:
         name=msg.get("name"),
         origin=origin,
     )
-    typed = ("role", "tool_calls", "tool_call_id", "name", *_FIELDS)
+    typed = ("role", "content", "tool_calls", "tool_call_id", "name", *_FIELDS)
     residue = diff(msg, _message_out(bare, goal, Outbox(SHAPE), 0), typed=typed)
     return msgspec.structs.replace(bare, extra=with_extra(residue, SHAPE, path))
 
@@ -140,8 +141,9 @@ def _part(part: Any, path: str) -> ContentPart:
         audio = value.input_audio
         built = MediaPart(media_type=f"audio/{audio.format}", data=audio.data)
     if isinstance(built, TextPart):
-        return with_residue(built, part, _part_out, SHAPE, path)
-    return with_residue(built, part, _part_out, SHAPE, path)
+        return with_residue(built, part, _part_out, SHAPE, path, ("text",))
+    typed = ("image_url.url", "input_audio.data", "input_audio.format")
+    return with_residue(built, part, _part_out, SHAPE, path, typed)
 
 
 def _call(call: Any, path: str) -> ToolCall:
@@ -153,7 +155,7 @@ def _call(call: Any, path: str) -> ToolCall:
     text = body.arguments if isinstance(body, s.ChatFunction) else body.input
     marker = with_extra({"v": "custom"} if shape.type == "custom" else {}, SHAPE, path)
     bare = ToolCall(id=shape.id, name=body.name, arguments=text, extra=marker)
-    residue = read_extra(marker, SHAPE) | diff(call, _call_out(bare), typed=("id",))
+    residue = read_extra(marker, SHAPE) | diff(call, _call_out(bare), typed=_CALL_TYPED)
     return msgspec.structs.replace(bare, extra=with_extra(residue, SHAPE, path))
 
 

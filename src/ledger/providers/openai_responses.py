@@ -37,6 +37,7 @@ from ledger.providers.residue import Residue, apply, diff, read_extra, with_extr
 __all__ = ["SHAPE", "export", "from_ledger", "response_to_ledger", "target", "to_ledger"]
 
 SHAPE = "openai_responses"
+_REASONING_TYPED = ("id", "summary", "encrypted_content")
 _OPAQUE = "openai.responses"  # the provider label of items and parts kept whole
 _TURN = frozenset({"reasoning", "function_call", "custom_tool_call"})
 _OUTPUT = frozenset({"function_call_output", "custom_tool_call_output"})
@@ -124,7 +125,8 @@ def _part(part: Any, path: str) -> ContentPart:
     value = check(part, shape, path)
     if isinstance(value, s.Text):
         text = TextPart(text=value.text)
-        return with_residue(text, part, lambda p: _part_out(p, kind == "output_text"), SHAPE, path)
+        build = lambda p: _part_out(p, kind == "output_text")  # noqa: E731
+        return with_residue(text, part, build, SHAPE, path, ("text",))
     assert isinstance(value, s.InputImage)
     if not isinstance(value.image_url, str):
         return opaque(part, _OPAQUE, path)
@@ -134,7 +136,8 @@ def _part(part: Any, path: str) -> ContentPart:
         if m
         else MediaPart(media_type="image/*", url=value.image_url)
     )
-    return with_residue(media, part, lambda p: _part_out(p, False), SHAPE, path)
+    build = lambda p: _part_out(p, False)  # noqa: E731
+    return with_residue(media, part, build, SHAPE, path, ("image_url",))
 
 
 def _content(item: Mapping[str, Any], path: str) -> str | tuple[ContentPart, ...]:
@@ -145,7 +148,7 @@ def _content(item: Mapping[str, Any], path: str) -> str | tuple[ContentPart, ...
 def _message(item: Any, path: str) -> Message:
     check(item, s.ResponsesMessage, path)
     bare = Message(role=Role(item["role"]), content=_content(item, path), item_id=item.get("id"))
-    residue = diff(item, _message_out(bare, None, 0), typed=("role", "id"))
+    residue = diff(item, _message_out(bare, None, 0), typed=("role", "id", "content"))
     return msgspec.structs.replace(bare, extra=_ext(residue, path))
 
 
@@ -161,7 +164,7 @@ def _output(item: Any, path: str) -> Message:
         item_id=item.get("id"),
         extra=_ext(marker),
     )
-    residue = marker | diff(item, _output_out(bare, None, 0), typed=("call_id", "id"))
+    residue = marker | diff(item, _output_out(bare, None, 0), typed=("call_id", "id", "output"))
     return msgspec.structs.replace(bare, extra=_ext(residue, path))
 
 
@@ -185,7 +188,7 @@ def _turn(items: list[tuple[int, Any]], root: str, origin: Origin) -> Message:
                 item_id=shape.id,
                 origin=origin,
             )
-            reasoning.append(with_residue(r, item, _reasoning_out, SHAPE, path, ("id",)))
+            reasoning.append(with_residue(r, item, _reasoning_out, SHAPE, path, _REASONING_TYPED))
             tokens += "r"
         elif kind in ("function_call", "custom_tool_call"):
             calls.append(_call(item, kind, path))
@@ -199,7 +202,13 @@ def _turn(items: list[tuple[int, Any]], root: str, origin: Origin) -> Message:
             form = isinstance(content, str)
             mine = (TextPart(text=content),) if isinstance(content, str) else content
             built = _item_out(mine, form, item_id if first else None)
-            held.append({"n": len(mine), "s": 1 if form else 0, "r": diff(item, built)})
+            held.append(
+                {
+                    "n": len(mine),
+                    "s": 1 if form else 0,
+                    "r": diff(item, built, typed=("role", "content")),
+                }
+            )
             parts.extend(mine)
             tokens += "m"
         else:
@@ -237,7 +246,9 @@ def _call(item: Any, kind: str, path: str) -> ToolCall:
     marker = {"v": "custom"} if custom else {}
     bare = ToolCall(id=shape.call_id, name=shape.name, arguments=text, item_id=item_id)
     bare = msgspec.structs.replace(bare, extra=_ext(marker))
-    residue = marker | diff(item, _call_out(bare), typed=("call_id", "name", "id"))
+    residue = marker | diff(
+        item, _call_out(bare), typed=("call_id", "name", "id", "arguments", "input")
+    )
     return msgspec.structs.replace(bare, extra=_ext(residue, path))
 
 

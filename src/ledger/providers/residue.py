@@ -60,8 +60,10 @@ def diff(
 ) -> Residue:
     """The residue that turns ``built`` into ``original``; empty when they are the same.
 
-    ``typed`` names keys the ledger types hold: a difference there is a bug of the adapter
-    (its rebuild lost data), never something to paper over with a verbatim copy.
+    ``typed`` names the keys the ledger types hold (``"function.arguments"`` for a nested
+    one): a value there that the rebuild did not reproduce is a bug of the adapter (its
+    rebuild lost data), never something to paper over with a verbatim copy. The residue keeps
+    only the spelling there (key order inside, ``null`` against absent), never another value.
     """
     residue: Residue = {}
     kept: dict[str, Any] = {}
@@ -69,13 +71,14 @@ def diff(
     for key, value in original.items():
         if key in built and same(built[key], value):
             continue
-        if key in typed:
-            raise RuntimeError(f"adapter rebuilt {key!r} as {built.get(key)!r}, not {value!r}")
         other = built.get(key)
         if isinstance(value, dict) and isinstance(other, dict):
-            nested[key] = diff(value, other)
-        else:
-            kept[key] = value
+            inner = tuple(t.partition(".")[2] for t in typed if t.startswith(key + "."))
+            nested[key] = diff(value, other, typed=inner)
+            continue
+        if key in typed and value is not None and other != value:
+            raise RuntimeError(f"adapter rebuilt {key!r} as {other!r}, not {value!r}")
+        kept[key] = value
     absent = [key for key in built if key not in original]
     if kept:
         residue["x"] = kept

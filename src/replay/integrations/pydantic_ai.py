@@ -180,7 +180,8 @@ def _response(message: dict[str, Any], k: int) -> Message:
                 item_id=part.get("id"),
                 origin=Origin(provider=part.get("provider_name")),
             )
-            reasoning.append(_with(r, diff(part, _thinking_out(r))))
+            typed = ("content", "id", "signature", "provider_name")
+            reasoning.append(_with(r, diff(part, _thinking_out(r), typed=typed)))
             tokens += "r"
         elif kind == "tool-call":
             args = part.get("args")
@@ -188,11 +189,17 @@ def _response(message: dict[str, Any], k: int) -> Message:
             marker = with_extra({"j": 1} if not isinstance(args, str) else {}, SHAPE, "")
             call = ToolCall(id=part["tool_call_id"], name=part["tool_name"], arguments=text)
             call = msgspec.structs.replace(call, extra=marker)
-            calls.append(_with(call, read_extra(marker, SHAPE) | diff(part, _call_out(call))))
+            calls.append(
+                _with(
+                    call,
+                    read_extra(marker, SHAPE)
+                    | diff(part, _call_out(call), typed=("tool_name", "args", "tool_call_id")),
+                )
+            )
             tokens += "c"
         elif kind == "text":
             text_part = TextPart(text=part["content"])
-            parts.append(_with(text_part, diff(part, _text_out(text_part))))
+            parts.append(_with(text_part, diff(part, _text_out(text_part), typed=("content",))))
             tokens += "p"
         else:
             parts.append(_opaque(part))
