@@ -18,7 +18,6 @@ from ledger.messages import (
     ContentPart,
     MediaPart,
     Message,
-    OpaquePart,
     Origin,
     Reasoning,
     ReasoningKind,
@@ -27,6 +26,14 @@ from ledger.messages import (
     ToolCall,
 )
 from ledger.providers import _shapes as s
+from ledger.providers._anthropic_build import (
+    SHAPE,
+    block_of,
+    blocks,
+    result_block,
+    thinking_block,
+    use_block,
+)
 from ledger.providers._check import check
 from ledger.providers._common import (
     Outbox,
@@ -36,7 +43,6 @@ from ledger.providers._common import (
     interleave,
     json_text,
     opaque,
-    opaque_value,
     order_of,
     with_residue,
 )
@@ -45,7 +51,6 @@ from ledger.providers.residue import Residue, apply, diff, read_extra, with_extr
 
 __all__ = ["SHAPE", "export", "from_ledger", "response_to_ledger", "target", "to_ledger"]
 
-SHAPE = "anthropic"
 _PROVIDER, _API = "anthropic", "messages"
 
 
@@ -100,7 +105,7 @@ def _part(block: Any, path: str) -> ContentPart:
     kind = check(block, s.Typed, path).type
     if kind == "text":
         check(block, s.Text, path)
-        return with_residue(TextPart(text=block["text"]), block, _block_of, SHAPE, path, ("text",))
+        return with_residue(TextPart(text=block["text"]), block, block_of, SHAPE, path, ("text",))
     source = block.get("source")
     held = isinstance(source, dict) and source.get("type") in ("base64", "url")
     if kind in ("image", "document") and held:
@@ -111,7 +116,7 @@ def _part(block: Any, path: str) -> ContentPart:
             else MediaPart(media_type=_URL_MEDIA[kind], url=media.url)
         )
         typed = ("source.data", "source.url", "source.media_type" if part.data else "")
-        return with_residue(part, block, _block_of, SHAPE, path, typed)
+        return with_residue(part, block, block_of, SHAPE, path, typed)
     return opaque(block, _PROVIDER, path)
 
 
@@ -143,7 +148,7 @@ def _user(msg: Mapping[str, Any], path: str, *, after_tool: bool) -> list[Messag
             else _parts(body, at(bp, "content")),
             is_error=block.get("is_error") is True,
         )
-        residue: Residue = {"b": diff(block, _result_block(tool), typed=("tool_use_id", "content"))}
+        residue: Residue = {"b": diff(block, result_block(tool), typed=("tool_use_id", "content"))}
         if not members:
             residue |= {"m": shell, "s": 1 if after_tool else 0}
         members.append(msgspec.structs.replace(tool, extra=_ext(residue, bp)))
@@ -178,19 +183,19 @@ def _assistant(msg: Mapping[str, Any], path: str, origin: Origin) -> Message:
             check(block, s.Thinking, bp)
             r = Reasoning(text=block["thinking"], signature=block["signature"], origin=origin)
             reasoning.append(
-                with_residue(r, block, _thinking_block, SHAPE, bp, ("thinking", "signature"))
+                with_residue(r, block, thinking_block, SHAPE, bp, ("thinking", "signature"))
             )
             tokens += "r"
         elif kind == "redacted_thinking":
             check(block, s.Redacted, bp)
             r = Reasoning(kind=ReasoningKind.REDACTED, encrypted=block["data"], origin=origin)
-            reasoning.append(with_residue(r, block, _thinking_block, SHAPE, bp, ("data",)))
+            reasoning.append(with_residue(r, block, thinking_block, SHAPE, bp, ("data",)))
             tokens += "r"
         elif kind == "tool_use":
             check(block, s.ToolUse, bp)
             args = json_text(block["input"], at(bp, "input"))
             call = ToolCall(id=block["id"], name=block["name"], arguments=args)
-            calls.append(with_residue(call, block, _use_block, SHAPE, bp, ("id", "name", "input")))
+            calls.append(with_residue(call, block, use_block, SHAPE, bp, ("id", "name", "input")))
             tokens += "c"
         else:
             parts.append(_part(block, bp))
@@ -240,16 +245,16 @@ def export(
             if group is None or res.get("s"):
                 group = _Group(res.get("m"))
                 out.append(group)
-            group.tools.append(apply(_result_block(m, box, i), res.get("b")))
+            group.tools.append(apply(result_block(m, box, i), res.get("b")))
         elif m.role is Role.USER and group is not None and res.get("c"):
-            group.parts.extend(_blocks(m, box, i))
+            group.parts.extend(blocks(m, box, i))
             group.order = res.get("o")
             group = None  # the user blocks close the message they continue
         else:
             group = None
             rendered = _assistant_out(m, res, goal, box, i) if m.role is Role.ASSISTANT else None
             if m.role is Role.USER:
-                content = m.content if isinstance(m.content, str) else _blocks(m, box, i)
+                content = m.content if isinstance(m.content, str) else blocks(m, box, i)
                 rendered = apply({"role": "user", "content": content}, res.get("m"))
             assert rendered is not None
             if _empty(rendered) and not res:
@@ -284,90 +289,21 @@ def _empty(message: Mapping[str, Any]) -> bool:
 def _system_out(system: list[tuple[int, Message]], box: Outbox) -> str | list[dict[str, Any]]:
     if len(system) == 1 and isinstance(system[0][1].content, str):
         return system[0][1].content
-    blocks: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
     for i, m in system:
-        for block in _blocks(m, box, i):
+        for block in blocks(m, box, i):
             if block.get("type") == "text":
-                blocks.append(block)
+                out.append(block)
             else:
                 box.leave(i, "content part", "a system prompt holds text only")
-    return blocks
-
-
-def _blocks(m: Message, box: Outbox, i: int) -> list[dict[str, Any]]:
-    content = m.content
-    if content is None or isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
-    blocks = []
-    for part in content:
-        block = _block_of(part)
-        if isinstance(part, TextPart) and part.signature is not None:
-            box.leave(i, "signature", "Anthropic text blocks carry no signature")
-        if block is None:
-            box.leave(i, "content part", f"Anthropic has no block for {_kind(part)}")
-        elif block.get("type") == "text" and block.get("text") == "":
-            continue  # Anthropic refuses empty text blocks; an empty part says nothing
-        else:
-            blocks.append(block)
-    return blocks
-
-
-def _kind(part: ContentPart) -> str:
-    if isinstance(part, MediaPart):
-        return f"media of type {part.media_type}"
-    return f"an item of {part.provider or 'another API'}" if isinstance(part, OpaquePart) else "it"
-
-
-def _block_of(part: ContentPart) -> dict[str, Any] | None:
-    if isinstance(part, TextPart):
-        block: dict[str, Any] = {"type": "text", "text": part.text}
-    elif isinstance(part, MediaPart):
-        image = part.media_type.startswith("image/")
-        if not image and part.media_type != "application/pdf":
-            return None
-        source = (
-            {"type": "base64", "media_type": part.media_type, "data": part.data}
-            if part.data is not None
-            else {"type": "url", "url": part.url}
-        )
-        block = {"type": "image" if image else "document", "source": source}
-    else:
-        return opaque_value(part) if part.provider == _PROVIDER else None
-    return apply(block, read_extra(part.extra, SHAPE))
-
-
-def _result_block(m: Message, box: Outbox | None = None, i: int = 0) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id or ""}
-    if isinstance(m.content, str):
-        block["content"] = m.content
-    elif m.content is not None:
-        block["content"] = _blocks(m, box, i) if box else [_block_of(p) for p in m.content]
-    if m.is_error:
-        block["is_error"] = True
-    return block
-
-
-def _thinking_block(r: Reasoning) -> dict[str, Any] | None:
-    if r.kind is ReasoningKind.THINKING and r.signature is not None:
-        block = {"type": "thinking", "thinking": r.text or "", "signature": r.signature}
-    elif r.kind is ReasoningKind.REDACTED and r.encrypted is not None:
-        block = {"type": "redacted_thinking", "data": r.encrypted}
-    else:
-        return None
-    return apply(block, read_extra(r.extra, SHAPE))
-
-
-def _use_block(call: ToolCall) -> dict[str, Any]:
-    args = args_object(call.arguments)
-    block = {"type": "tool_use", "id": call.id, "name": call.name, "input": args or {}}
-    return apply(block, read_extra(call.extra, SHAPE))
+    return out
 
 
 def _assistant_out(m: Message, res: Residue, goal: Target, box: Outbox, i: int) -> dict[str, Any]:
     thinking: list[dict[str, Any] | None] = []
     for r in m.reasoning:
         origin = r.origin or m.origin
-        block = _thinking_block(r) if goal.accepts(origin) else None
+        block = thinking_block(r) if goal.accepts(origin) else None
         if block is None:
             why = (
                 goal.why_not(origin) if not goal.accepts(origin) else "no Anthropic block holds it"
@@ -380,12 +316,12 @@ def _assistant_out(m: Message, res: Residue, goal: Target, box: Outbox, i: int) 
             box.leave(i, "tool-call arguments", f"{call.id}: not a JSON object; sent as {{}}")
         if call.signature is not None:
             box.leave(i, "signature", f"{call.id}: Anthropic tool calls carry no signature")
-        uses.append(_use_block(call))
+        uses.append(use_block(call))
     if isinstance(m.content, str) and not m.reasoning and not m.tool_calls:
         return apply({"role": "assistant", "content": m.content}, res.get("m"))
     pools: dict[str, Sequence[dict[str, Any] | None]] = {
         "r": thinking,
-        "p": _blocks(m, box, i),
+        "p": blocks(m, box, i),
         "c": uses,
     }
     content = [b for b in interleave(res.get("o"), pools) if b is not None]

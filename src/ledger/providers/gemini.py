@@ -38,10 +38,10 @@ from ledger.providers._common import (
     interleave,
     json_text,
     opaque,
-    opaque_value,
     order_of,
 )
 from ledger.providers._conversion import Conversion, Target, warn_left_out
+from ledger.providers._gemini_build import SHAPE, call_part, part_out, response_part, thought_part
 from ledger.providers.residue import Residue, apply, diff, dumps, read_extra, with_extra
 
 __all__ = [
@@ -54,7 +54,6 @@ __all__ = [
     "to_ledger",
 ]
 
-SHAPE = "gemini"
 _PROVIDER, _API = "google", "generateContent"
 SKIP_SIGNATURE = "skip_thought_signature_validator"
 """The value Gemini documents for a function call whose history it did not produce."""
@@ -156,7 +155,7 @@ def _part(part: Any, path: str) -> ContentPart:
         "inlineData.mimeType",
         "fileData.fileUri",
     )
-    residue = diff(part, _part_out(built) or {}, typed=typed)
+    residue = diff(part, part_out(built) or {}, typed=typed)
     return msgspec.structs.replace(built, extra=_ext(residue, path)) if residue else built
 
 
@@ -184,7 +183,7 @@ def _user(
         tool = Message(role=Role.TOOL, tool_call_id=call_id, name=fr.name, content=text)
         residue: Residue = {"i": 1 if minted else 0}
         typed = ("functionResponse.name", "functionResponse.response", "functionResponse.id")
-        residue["b"] = diff(part, _response_part(tool, minted), typed=typed)
+        residue["b"] = diff(part, response_part(tool, minted), typed=typed)
         if not members:
             residue |= {"m": shell, "s": 1 if after_tool else 0}
         members.append(msgspec.structs.replace(tool, extra=_ext(residue, pp)))
@@ -210,7 +209,7 @@ def _model(content: Mapping[str, Any], path: str, origin: Origin, mint: str) -> 
         if value.thought is True and isinstance(value.text, str):
             r = Reasoning(kind=ReasoningKind.SUMMARY, text=value.text, signature=sig, origin=origin)
             residue = diff(
-                part, _thought_part(r) or {}, typed=("text", "thought", "thoughtSignature")
+                part, thought_part(r) or {}, typed=("text", "thought", "thoughtSignature")
             )
             reasoning.append(msgspec.structs.replace(r, extra=_ext(residue, pp)) if residue else r)
             tokens += "r"
@@ -230,7 +229,7 @@ def _model(content: Mapping[str, Any], path: str, origin: Origin, mint: str) -> 
                 "functionCall.args",
                 "functionCall.id",
             )
-            residue = read_extra(marker, SHAPE) | diff(part, _call_part(call), typed=typed)
+            residue = read_extra(marker, SHAPE) | diff(part, call_part(call), typed=typed)
             calls.append(msgspec.structs.replace(call, extra=_ext(residue, pp)))
             tokens += "c"
         else:
@@ -275,7 +274,7 @@ def export(
             system.extend(_parts_out(m, box, i, signed=True))
             system_shell = system_shell or res.get("m")
         elif m.role is Role.TOOL:
-            part = apply(_response_part(m, bool(res.get("i")), names, box, i), res.get("b"))
+            part = apply(response_part(m, bool(res.get("i")), names, box, i), res.get("b"))
             if group is None or res.get("s"):
                 group = {"shell": res.get("m"), "t": [], "p": [], "o": None}
                 out.append(group)
@@ -313,7 +312,7 @@ def _parts_out(m: Message, box: Outbox, i: int, *, signed: bool) -> list[dict[st
         return [{"text": m.content}] if m.content else []
     out = []
     for part in m.content:
-        built = _part_out(part, signed=signed)
+        built = part_out(part, signed=signed)
         if isinstance(part, TextPart) and part.signature is not None and not signed:
             box.leave(i, "signature", "it came from another origin")
         if built is None:
@@ -323,76 +322,19 @@ def _parts_out(m: Message, box: Outbox, i: int, *, signed: bool) -> list[dict[st
     return out
 
 
-def _part_out(part: ContentPart, *, signed: bool = True) -> dict[str, Any] | None:
-    if isinstance(part, TextPart):
-        out: dict[str, Any] = {"text": part.text}
-        if part.signature is not None and signed:
-            out["thoughtSignature"] = part.signature
-    elif isinstance(part, MediaPart):
-        if part.data is not None:
-            out = {"inlineData": {"mimeType": part.media_type, "data": part.data}}
-        else:
-            out = {"fileData": {"mimeType": part.media_type, "fileUri": part.url}}
-    else:
-        return opaque_value(part) if part.provider == _PROVIDER else None
-    return apply(out, read_extra(part.extra, SHAPE))
-
-
-def _thought_part(r: Reasoning) -> dict[str, Any] | None:
-    if r.text is None:
-        return None
-    out: dict[str, Any] = {"text": r.text, "thought": True}
-    if r.signature is not None:
-        out["thoughtSignature"] = r.signature
-    return apply(out, read_extra(r.extra, SHAPE))
-
-
-def _call_part(call: ToolCall, *, signed: bool = True) -> dict[str, Any]:
-    res = read_extra(call.extra, SHAPE)
-    body: dict[str, Any] = {} if res.get("i") else {"id": call.id}
-    body["name"] = call.name
-    if call.arguments:
-        body["args"] = args_object(call.arguments) or {}
-    out: dict[str, Any] = {"functionCall": body}
-    if call.signature is not None and signed:
-        out["thoughtSignature"] = call.signature
-    return apply(out, res)
-
-
-def _response_part(
-    m: Message,
-    minted: bool,
-    names: Mapping[str, str] | None = None,
-    box: Outbox | None = None,
-    i: int = 0,
-) -> dict[str, Any]:
-    body: dict[str, Any] = {} if minted else {"id": m.tool_call_id or ""}
-    body["name"] = m.name or (names or {}).get(m.tool_call_id or "", "")
-    text = m.content if isinstance(m.content, str) else (m.text() if m.content else "")
-    if (
-        box is not None
-        and isinstance(m.content, tuple)
-        and len(m.content) != sum(isinstance(p, TextPart) for p in m.content)
-    ):
-        box.leave(i, "content part", "a function response holds JSON only")
-    held = args_object(text)
-    body["response"] = held if held is not None else {"result": text}
-    return {"functionResponse": body}
-
-
 def _model_out(m: Message, res: Residue, goal: Target, box: Outbox, i: int) -> dict[str, Any]:
     signed = goal.accepts(m.origin)
     thoughts: list[dict[str, Any] | None] = []
     for r in m.reasoning:
         origin = r.origin or m.origin
-        built = _thought_part(r) if goal.accepts(origin) else None
+        built = thought_part(r) if goal.accepts(origin) else None
         if built is None:
             why = goal.why_not(origin) if not goal.accepts(origin) else "it has no text"
             box.leave(i, "reasoning", why)
         thoughts.append(built)
     calls = []
     for k, call in enumerate(m.tool_calls):
-        built = _call_part(call, signed=signed)
+        built = call_part(call, signed=signed)
         if call.signature is not None and not signed:
             box.leave(i, "signature", goal.why_not(m.origin))
         if k == 0 and not signed:

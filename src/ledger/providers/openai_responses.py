@@ -20,7 +20,6 @@ from ledger.messages import (
     ContentPart,
     MediaPart,
     Message,
-    OpaquePart,
     Origin,
     Reasoning,
     ReasoningKind,
@@ -30,15 +29,23 @@ from ledger.messages import (
 )
 from ledger.providers import _shapes as s
 from ledger.providers._check import check
-from ledger.providers._common import Outbox, at, extras_of, opaque, opaque_value, with_residue
+from ledger.providers._common import Outbox, at, extras_of, opaque, with_residue
 from ledger.providers._conversion import Conversion, Target, warn_left_out
+from ledger.providers._responses_build import (
+    OPAQUE,
+    SHAPE,
+    call_out,
+    item_out,
+    message_out,
+    output_out,
+    part_out,
+    reasoning_out,
+)
 from ledger.providers.residue import Residue, apply, diff, read_extra, with_extra
 
 __all__ = ["SHAPE", "export", "from_ledger", "response_to_ledger", "target", "to_ledger"]
 
-SHAPE = "openai_responses"
 _REASONING_TYPED = ("id", "summary", "encrypted_content")
-_OPAQUE = "openai.responses"  # the provider label of items and parts kept whole
 _TURN = frozenset({"reasoning", "function_call", "custom_tool_call"})
 _OUTPUT = frozenset({"function_call_output", "custom_tool_call_output"})
 _DATA_URL = re.compile(r"data:(?P<type>image/[^;,]+);base64,(?P<data>.*)", re.DOTALL)
@@ -121,22 +128,22 @@ def _part(part: Any, path: str) -> ContentPart:
     kind = check(part, s.Typed, path).type
     shape = s.RESPONSES_PARTS.get(kind)
     if shape is None:
-        return opaque(part, _OPAQUE, path)
+        return opaque(part, OPAQUE, path)
     value = check(part, shape, path)
     if isinstance(value, s.Text):
         text = TextPart(text=value.text)
-        build = lambda p: _part_out(p, kind == "output_text")  # noqa: E731
+        build = lambda p: part_out(p, kind == "output_text")  # noqa: E731
         return with_residue(text, part, build, SHAPE, path, ("text",))
     assert isinstance(value, s.InputImage)
     if not isinstance(value.image_url, str):
-        return opaque(part, _OPAQUE, path)
+        return opaque(part, OPAQUE, path)
     m = _DATA_URL.fullmatch(value.image_url)
     media = (
         MediaPart(media_type=m["type"], data=m["data"])
         if m
         else MediaPart(media_type="image/*", url=value.image_url)
     )
-    build = lambda p: _part_out(p, False)  # noqa: E731
+    build = lambda p: part_out(p, False)  # noqa: E731
     return with_residue(media, part, build, SHAPE, path, ("image_url",))
 
 
@@ -148,7 +155,7 @@ def _content(item: Mapping[str, Any], path: str) -> str | tuple[ContentPart, ...
 def _message(item: Any, path: str) -> Message:
     check(item, s.ResponsesMessage, path)
     bare = Message(role=Role(item["role"]), content=_content(item, path), item_id=item.get("id"))
-    residue = diff(item, _message_out(bare, None, 0), typed=("role", "id", "content"))
+    residue = diff(item, message_out(bare, None, 0), typed=("role", "id", "content"))
     return msgspec.structs.replace(bare, extra=_ext(residue, path))
 
 
@@ -164,7 +171,7 @@ def _output(item: Any, path: str) -> Message:
         item_id=item.get("id"),
         extra=_ext(marker),
     )
-    residue = marker | diff(item, _output_out(bare, None, 0), typed=("call_id", "id", "output"))
+    residue = marker | diff(item, output_out(bare, None, 0), typed=("call_id", "id", "output"))
     return msgspec.structs.replace(bare, extra=_ext(residue, path))
 
 
@@ -188,7 +195,7 @@ def _turn(items: list[tuple[int, Any]], root: str, origin: Origin) -> Message:
                 item_id=shape.id,
                 origin=origin,
             )
-            reasoning.append(with_residue(r, item, _reasoning_out, SHAPE, path, _REASONING_TYPED))
+            reasoning.append(with_residue(r, item, reasoning_out, SHAPE, path, _REASONING_TYPED))
             tokens += "r"
         elif kind in ("function_call", "custom_tool_call"):
             calls.append(_call(item, kind, path))
@@ -201,7 +208,7 @@ def _turn(items: list[tuple[int, Any]], root: str, origin: Origin) -> Message:
                 item_id = item["id"]
             form = isinstance(content, str)
             mine = (TextPart(text=content),) if isinstance(content, str) else content
-            built = _item_out(mine, form, item_id if first else None)
+            built = item_out(mine, form, item_id if first else None)
             held.append(
                 {
                     "n": len(mine),
@@ -212,7 +219,7 @@ def _turn(items: list[tuple[int, Any]], root: str, origin: Origin) -> Message:
             parts.extend(mine)
             tokens += "m"
         else:
-            parts.append(opaque(item, _OPAQUE, path))
+            parts.append(opaque(item, OPAQUE, path))
             tokens += "o"
     body: str | tuple[ContentPart, ...] | None = tuple(parts) if tokens.strip("rc") else None
     if len(held) == 1 and held[0]["s"] and "o" not in tokens and isinstance(parts[0], TextPart):
@@ -247,96 +254,12 @@ def _call(item: Any, kind: str, path: str) -> ToolCall:
     bare = ToolCall(id=shape.call_id, name=shape.name, arguments=text, item_id=item_id)
     bare = msgspec.structs.replace(bare, extra=_ext(marker))
     residue = marker | diff(
-        item, _call_out(bare), typed=("call_id", "name", "id", "arguments", "input")
+        item, call_out(bare), typed=("call_id", "name", "id", "arguments", "input")
     )
     return msgspec.structs.replace(bare, extra=_ext(residue, path))
 
 
 # --- builders shared by both directions ------------------------------------------------------
-
-
-def _part_out(part: ContentPart, assistant: bool) -> dict[str, Any] | None:
-    if isinstance(part, TextPart):
-        out: dict[str, Any] = {"type": "output_text" if assistant else "input_text"}
-        out["text"] = part.text
-    elif isinstance(part, MediaPart) and part.media_type.startswith("image/"):
-        url = part.url if part.url is not None else f"data:{part.media_type};base64,{part.data}"
-        out = {"type": "input_image", "image_url": url}
-    elif isinstance(part, OpaquePart):
-        return opaque_value(part) if part.provider == _OPAQUE else None
-    else:
-        return None
-    return apply(out, read_extra(part.extra, SHAPE))
-
-
-def _content_out(
-    content: str | tuple[ContentPart, ...] | None, assistant: bool, box: Outbox | None, i: int
-) -> str | list[dict[str, Any]]:
-    if content is None or isinstance(content, str):
-        return content or ""
-    out = []
-    for part in content:
-        built = _part_out(part, assistant)
-        if built is None and box is not None:
-            box.leave(i, "content part", "no Responses content part holds it")
-        elif built is not None:
-            out.append(built)
-    return out
-
-
-def _message_out(m: Message, box: Outbox | None, i: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": m.role.value}
-    if m.item_id is not None:
-        out["id"] = m.item_id
-    out["content"] = _content_out(m.content, m.role is Role.ASSISTANT, box, i)
-    return out
-
-
-def _output_out(m: Message, box: Outbox | None, i: int) -> dict[str, Any]:
-    custom = read_extra(m.extra, SHAPE).get("v") == "custom"
-    out: dict[str, Any] = {"type": "custom_tool_call_output" if custom else "function_call_output"}
-    if m.item_id is not None:
-        out["id"] = m.item_id
-    out["call_id"] = m.tool_call_id or ""
-    out["output"] = _content_out(m.content, False, box, i)
-    if box is not None and m.is_error:
-        box.leave(i, "error flag", "Responses tool outputs have no error flag")
-    return out
-
-
-def _item_out(parts: tuple[ContentPart, ...], form: bool, item_id: str | None) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "message"}
-    if item_id is not None:
-        out["id"] = item_id
-    out["role"] = "assistant"
-    text = parts[0].text if form and parts and isinstance(parts[0], TextPart) else None
-    out["content"] = text if text is not None else _content_out(parts, True, None, 0)
-    return out
-
-
-def _reasoning_out(r: Reasoning) -> dict[str, Any] | None:
-    if r.item_id is None:
-        return None
-    out: dict[str, Any] = {"type": "reasoning", "id": r.item_id}
-    out["summary"] = [{"type": "summary_text", "text": t} for t in r.summary]
-    if r.encrypted is not None:
-        out["encrypted_content"] = r.encrypted
-    return apply(out, read_extra(r.extra, SHAPE))
-
-
-def _call_out(call: ToolCall, keep_id: bool = True) -> dict[str, Any]:
-    res = read_extra(call.extra, SHAPE)
-    custom = res.get("v") == "custom"
-    out: dict[str, Any] = {"type": "custom_tool_call" if custom else "function_call"}
-    if call.item_id is not None:
-        out["id"] = call.item_id
-    out["call_id"] = call.id
-    out["name"] = call.name
-    out["input" if custom else "arguments"] = call.arguments
-    out = apply(out, res)
-    if not keep_id:
-        out.pop("id", None)
-    return out
 
 
 # --- from the ledger -----------------------------------------------------------------------
@@ -365,11 +288,11 @@ def export(
         elif res.get("s") and not items and isinstance(m.content, str):
             request["input"] = m.content
         elif m.role is Role.TOOL:
-            items.append(apply(_output_out(m, box, i), res))
+            items.append(apply(output_out(m, box, i), res))
         elif m.role is Role.ASSISTANT:
             items.extend(_turn_out(m, res, goal, box, i))
         else:
-            items.append(apply(_message_out(m, box, i), res))
+            items.append(apply(message_out(m, box, i), res))
     if "input" not in request or items:
         request["input"] = items
     return Conversion(request=request, left_out=tuple(box.left))
@@ -379,7 +302,7 @@ def _turn_out(m: Message, res: Residue, goal: Target, box: Outbox, i: int) -> li
     reasoning: list[dict[str, Any] | None] = []
     for r in m.reasoning:
         origin = r.origin or m.origin
-        built = _reasoning_out(r) if goal.accepts(origin) else None
+        built = reasoning_out(r) if goal.accepts(origin) else None
         if built is None:
             why = goal.why_not(origin) if not goal.accepts(origin) else "it has no item id"
             box.leave(i, "reasoning", why)
@@ -388,7 +311,7 @@ def _turn_out(m: Message, res: Residue, goal: Target, box: Outbox, i: int) -> li
     keep_ids = all(r is not None for r in reasoning)
     if not keep_ids and (m.item_id or any(c.item_id for c in m.tool_calls)):
         box.leave(i, "item ids", "their reasoning items could not be sent")
-    calls = [_call_out(c, keep_ids) for c in m.tool_calls]
+    calls = [call_out(c, keep_ids) for c in m.tool_calls]
     for c in m.tool_calls:
         if c.signature is not None:
             box.leave(i, "signature", f"{c.id}: Responses calls carry no signature")
@@ -412,13 +335,13 @@ def _turn_out(m: Message, res: Residue, goal: Target, box: Outbox, i: int) -> li
         elif t == "c":
             out.append(next(it_c, None))
         elif t == "o" and parts:
-            out.append(_part_out(parts.pop(0), True))
+            out.append(part_out(parts.pop(0), True))
         elif t == "m":
             h = held[k] if k < len(held) else {}
             n = h.get("n", len(parts))
             mine, parts = tuple(parts[:n]), parts[n:]
             item = apply(
-                _item_out(mine, bool(h.get("s")), m.item_id if k == 0 else None), h.get("r")
+                item_out(mine, bool(h.get("s")), m.item_id if k == 0 else None), h.get("r")
             )
             if not keep_ids:
                 item.pop("id", None)
