@@ -67,6 +67,15 @@ def _anthropic(block: dict[str, Any]) -> dict[str, Any]:
         ),
         (
             openai_responses,
+            {
+                "input": [
+                    {"type": "reasoning", "id": "rs_1", "summary": [{"type": None, "text": ""}]}
+                ]
+            },
+            "input[0].summary[0].type: expected a string, got null",
+        ),
+        (
+            openai_responses,
             {"input": [{"type": "function_call", "call_id": "c", "name": "n"}]},
             "input[0].arguments: expected a value (a required key)",
         ),

@@ -162,6 +162,7 @@ class ResponsesMessage(Struct):
 
 
 class SummaryText(Struct):
+    type: Literal["summary_text"]
     text: str
 
 
