@@ -5,6 +5,7 @@ Extend this module whenever a type is added or changed; tests import from here o
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta, timezone
 
 import msgspec
@@ -706,3 +707,376 @@ def field_texts(keys: tuple[str, ...]) -> st.SearchStrategy[dict[str, str]]:
     """Hostile text for any subset of the named fields, up to all of them (the others keep a
     placeholder); a failing case shrinks fast to the one field and the one piece that matter."""
     return st.dictionaries(st.sampled_from(keys), hostile_page_text, max_size=len(keys))
+
+
+# --- providers ---------------------------------------------------------------------------------
+# Requests in each provider's documented shape (tests/test_providers_*.py): valid conversations
+# (every tool call answered, results where the provider wants them) whose objects sometimes
+# carry unknown keys (placed anywhere) and keys in another order, so that the round trip is
+# tested on key order and verbatim fields too. Opaque values (signatures, encrypted reasoning)
+# start with "sig-", so that a test can tell one leaking into another provider's request.
+
+ptext = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=16)
+_B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+opaque_token = st.text(alphabet=_B64 + "=", min_size=4, max_size=16).map(lambda t: "sig-" + t)
+b64 = st.text(alphabet=_B64, min_size=4, max_size=12)
+pident = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=10)
+small_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-1000, 1000) | ptext,
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(ptext, c, max_size=3),
+    max_leaves=6,
+)
+json_args = st.dictionaries(ptext, small_json, max_size=3)
+
+
+@st.composite
+def loose(draw: st.DrawFn, obj: dict[str, object]) -> dict[str, object]:
+    """``obj`` with maybe an unknown key or two, anywhere, and maybe its keys in another order."""
+    items = list(obj.items())
+    for _ in range(draw(st.integers(0, 2))):
+        key = "x_" + draw(pident)
+        if key not in obj:
+            items.insert(draw(st.integers(0, len(items))), (key, draw(small_json)))
+    if draw(st.integers(0, 4)) == 0:
+        items = draw(st.permutations(items))
+    return dict(items)
+
+
+def _ids(prefix: str) -> object:
+    counter = iter(range(10**6))
+    return lambda: f"{prefix}{next(counter)}"
+
+
+@st.composite
+def anthropic_requests(draw: st.DrawFn) -> dict[str, object]:
+    """A Messages request: thinking, redacted thinking, text, images and tool use in any order."""
+    new_id = _ids("toolu_")
+    request: dict[str, object] = {}
+    system = draw(st.sampled_from(["none", "str", "blocks"]))
+    if system == "str":
+        request["system"] = draw(ptext)
+    elif system == "blocks":
+        block = {"type": "text", "text": draw(ptext)}
+        if draw(st.booleans()):
+            block["cache_control"] = {"type": "ephemeral"}
+        request["system"] = [block]
+    messages: list[dict[str, object]] = []
+    for _ in range(draw(st.integers(1, 4))):
+        user: list[dict[str, object]] = []
+        for _ in range(draw(st.integers(1, 2))):
+            kind = draw(st.sampled_from(["text", "image", "url", "pdf"]))
+            if kind == "text":
+                user.append(draw(loose({"type": "text", "text": draw(ptext)})))
+            elif kind == "image":
+                src = {"type": "base64", "media_type": "image/png", "data": draw(b64)}
+                user.append({"type": "image", "source": src})
+            elif kind == "url":
+                user.append(
+                    {"type": "image", "source": {"type": "url", "url": "https://x.test/a.png"}}
+                )
+            else:
+                src = {"type": "base64", "media_type": "application/pdf", "data": draw(b64)}
+                user.append({"type": "document", "source": src})
+        content: object = draw(ptext) if draw(st.booleans()) else user
+        messages.append(draw(loose({"role": "user", "content": content})))
+        blocks: list[dict[str, object]] = []
+        for _ in range(draw(st.integers(1, 4))):
+            kind = draw(st.sampled_from(["thinking", "redacted", "text", "tool_use"]))
+            if kind == "thinking":
+                thought = draw(st.just("") | ptext)
+                blocks.append(
+                    draw(
+                        loose(
+                            {
+                                "type": "thinking",
+                                "thinking": thought,
+                                "signature": draw(opaque_token),
+                            }
+                        )
+                    )
+                )
+            elif kind == "redacted":
+                blocks.append({"type": "redacted_thinking", "data": draw(opaque_token)})
+            elif kind == "text":
+                blocks.append(draw(loose({"type": "text", "text": draw(ptext)})))
+            else:
+                use = {
+                    "type": "tool_use",
+                    "id": new_id(),
+                    "name": draw(pident),
+                    "input": draw(json_args),
+                }
+                blocks.append(draw(loose(use)))
+        calls = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+        if not calls and draw(st.booleans()) and all(b["type"] == "text" for b in blocks):
+            messages.append({"role": "assistant", "content": draw(ptext)})
+            continue
+        messages.append(draw(loose({"role": "assistant", "content": blocks})))
+        if calls:
+            results: list[dict[str, object]] = []
+            for call in calls:
+                result: dict[str, object] = {"type": "tool_result", "tool_use_id": call}
+                body = draw(st.sampled_from(["none", "str", "blocks"]))
+                if body == "str":
+                    result["content"] = draw(ptext)
+                elif body == "blocks":
+                    result["content"] = [{"type": "text", "text": draw(ptext)}]
+                if draw(st.booleans()):
+                    result["is_error"] = draw(st.booleans())
+                results.append(draw(loose(result)))
+            if draw(st.booleans()):
+                results.append({"type": "text", "text": draw(ptext)})
+            messages.append({"role": "user", "content": results})
+    request["messages"] = messages
+    return request
+
+
+@st.composite
+def chat_requests(draw: st.DrawFn) -> dict[str, object]:
+    """A Chat Completions request, with a compatible provider's ``reasoning_content``."""
+    new_id = _ids("call_")
+    messages: list[dict[str, object]] = []
+    if draw(st.booleans()):
+        role = draw(st.sampled_from(["system", "developer"]))
+        messages.append({"role": role, "content": draw(ptext)})
+    for _ in range(draw(st.integers(1, 4))):
+        parts: list[dict[str, object]] = []
+        for _ in range(draw(st.integers(1, 2))):
+            kind = draw(st.sampled_from(["text", "image", "url", "audio"]))
+            if kind == "text":
+                parts.append(draw(loose({"type": "text", "text": draw(ptext)})))
+            elif kind == "image":
+                url = {"url": f"data:image/png;base64,{draw(b64)}"}
+                parts.append({"type": "image_url", "image_url": url})
+            elif kind == "url":
+                url = {
+                    "url": "https://x.test/a.png",
+                    "detail": draw(st.sampled_from(["low", "high"])),
+                }
+                parts.append({"type": "image_url", "image_url": url})
+            else:
+                audio = {"data": draw(b64), "format": draw(st.sampled_from(["wav", "mp3"]))}
+                parts.append({"type": "input_audio", "input_audio": audio})
+        user: dict[str, object] = {
+            "role": "user",
+            "content": draw(ptext) if draw(st.booleans()) else parts,
+        }
+        if draw(st.booleans()):
+            user["name"] = draw(pident)
+        messages.append(draw(loose(user)))
+        assistant: dict[str, object] = {"role": "assistant"}
+        calls = []
+        for _ in range(draw(st.integers(0, 3))):
+            if draw(st.integers(0, 5)) == 0:
+                body = {"name": draw(pident), "input": draw(text)}
+                calls.append({"id": new_id(), "type": "custom", "custom": body})
+            else:
+                args = draw(text | json_args.map(json.dumps))
+                fn = draw(loose({"name": draw(pident), "arguments": args}))
+                calls.append(draw(loose({"id": new_id(), "type": "function", "function": fn})))
+        content = draw(
+            st.sampled_from(["str", "null", "absent", "parts"] if calls else ["str", "parts"])
+        )
+        if content == "str":
+            assistant["content"] = draw(st.just("") | ptext) if calls else draw(ptext)
+        elif content == "null":
+            assistant["content"] = None
+        elif content == "parts":
+            assistant["content"] = [{"type": "text", "text": draw(ptext)}]
+        if draw(st.booleans()):
+            assistant["reasoning_content"] = draw(st.none() | st.just("") | ptext)
+        if calls:
+            assistant["tool_calls"] = calls
+        messages.append(draw(loose(assistant)))
+        for call in calls:
+            tool = {"role": "tool", "tool_call_id": call["id"], "content": draw(text)}
+            messages.append(draw(loose(tool)))
+    return {"messages": messages}
+
+
+@st.composite
+def responses_requests(draw: st.DrawFn) -> dict[str, object]:
+    """A Responses request: reasoning items with encrypted content, ``fc_``/``call_`` ids."""
+    new_id = _ids("")
+    request: dict[str, object] = {}
+    if draw(st.booleans()):
+        request["instructions"] = draw(ptext)
+    if draw(st.integers(0, 5)) == 0:
+        request["input"] = draw(ptext)
+        return request
+    items: list[dict[str, object]] = []
+    for _ in range(draw(st.integers(1, 3))):
+        if draw(st.booleans()):
+            items.append({"role": "user", "content": draw(ptext)})
+        else:
+            parts: list[dict[str, object]] = [{"type": "input_text", "text": draw(ptext)}]
+            if draw(st.booleans()):
+                url = f"data:image/png;base64,{draw(b64)}"
+                parts.append({"type": "input_image", "image_url": url, "detail": "auto"})
+            items.append(draw(loose({"type": "message", "role": "user", "content": parts})))
+        turn: list[dict[str, object]] = []
+        calls = []
+        for _ in range(draw(st.integers(1, 4))):
+            kind = draw(st.sampled_from(["reasoning", "message", "call", "hosted"]))
+            n = new_id()
+            if kind == "reasoning":
+                summary = [
+                    {"type": "summary_text", "text": draw(ptext)}
+                    for _ in range(draw(st.integers(0, 2)))
+                ]
+                item: dict[str, object] = {"type": "reasoning", "id": f"rs_{n}", "summary": summary}
+                enc = draw(st.sampled_from(["str", "null", "absent"]))
+                if enc != "absent":
+                    item["encrypted_content"] = draw(opaque_token) if enc == "str" else None
+                turn.append(draw(loose(item)))
+            elif kind == "message":
+                body: object = [{"type": "output_text", "text": draw(ptext), "annotations": []}]
+                if draw(st.integers(0, 3)) == 0:
+                    body = draw(ptext)
+                item = {
+                    "type": "message",
+                    "id": f"msg_{n}",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": body,
+                }
+                if draw(st.booleans()):
+                    item["phase"] = draw(st.sampled_from(["commentary", "final_answer"]))
+                turn.append(draw(loose(item)))
+            elif kind == "call":
+                args = draw(text)
+                item = {
+                    "type": "function_call",
+                    "id": f"fc_{n}",
+                    "call_id": f"call_{n}",
+                    "name": draw(pident),
+                    "arguments": args,
+                    "status": "completed",
+                }
+                turn.append(draw(loose(item)))
+                calls.append(f"call_{n}")
+            else:
+                turn.append({"type": "web_search_call", "id": f"ws_{n}", "status": "completed"})
+        if turn[-1]["type"] == "reasoning":
+            turn.append(
+                {
+                    "type": "message",
+                    "id": f"msg_{new_id()}",
+                    "role": "assistant",
+                    "content": draw(ptext),
+                }
+            )
+        items.extend(turn)
+        for call in calls:
+            items.append(
+                draw(loose({"type": "function_call_output", "call_id": call, "output": draw(text)}))
+            )
+    request["input"] = items
+    return request
+
+
+@st.composite
+def gemini_requests(draw: st.DrawFn) -> dict[str, object]:
+    """A ``generateContent`` request: thought signatures on calls and text, parallel calls."""
+    new_id = _ids("fc_")
+    request: dict[str, object] = {}
+    if draw(st.booleans()):
+        request["systemInstruction"] = draw(loose({"parts": [{"text": draw(ptext)}]}))
+    contents: list[dict[str, object]] = []
+    for _ in range(draw(st.integers(1, 4))):
+        parts: list[dict[str, object]] = [{"text": draw(ptext)}]
+        if draw(st.booleans()):
+            parts.append({"inlineData": {"mimeType": "image/jpeg", "data": draw(b64)}})
+        if draw(st.integers(0, 3)) == 0:
+            parts.append({"fileData": {"mimeType": "application/pdf", "fileUri": "gs://b/a.pdf"}})
+        user: dict[str, object] = {"role": "user", "parts": parts}
+        if draw(st.integers(0, 4)) == 0:
+            del user["role"]  # the role defaults to "user"
+        contents.append(draw(loose(user)))
+        model: list[dict[str, object]] = []
+        calls: list[dict[str, object]] = []
+        for _ in range(draw(st.integers(1, 4))):
+            kind = draw(st.sampled_from(["thought", "text", "call"]))
+            if kind == "thought":
+                part: dict[str, object] = {"text": draw(ptext), "thought": True}
+                if draw(st.booleans()):
+                    part["thoughtSignature"] = draw(opaque_token)
+            elif kind == "text":
+                part = {"text": draw(st.just("") | ptext)}
+                if part["text"] == "" or draw(st.booleans()):
+                    part["thoughtSignature"] = draw(opaque_token)
+            else:
+                call: dict[str, object] = {"name": draw(pident), "args": draw(json_args)}
+                if draw(st.booleans()):
+                    call = {"id": new_id(), **call}
+                calls.append(call)
+                part = {"functionCall": draw(loose(call))}
+                if len(calls) == 1:  # Gemini 3: the first call of a step carries the signature
+                    part["thoughtSignature"] = draw(opaque_token)
+            model.append(part)
+        contents.append({"role": "model", "parts": model})
+        if calls:
+            answers: list[dict[str, object]] = []
+            for call in calls:
+                body: dict[str, object] = {
+                    "name": call["name"],
+                    "response": {"result": draw(small_json)},
+                }
+                if "id" in call:
+                    body = {"id": call["id"], **body}
+                answers.append({"functionResponse": draw(loose(body))})
+            if draw(st.booleans()):
+                answers.append({"text": draw(ptext)})
+            contents.append({"role": "user", "parts": answers})
+    request["contents"] = contents
+    return request
+
+
+@st.composite
+def pydantic_ai_histories(draw: st.DrawFn) -> list[object]:
+    """A Pydantic AI history: requests and responses with signed thinking and tool calls.
+
+    Imports pydantic_ai when drawn, so that this module does not need the extra."""
+    from pydantic_ai import messages as pm
+
+    new_id = _ids("call_")
+    history: list[object] = []
+    parts: list[object] = []
+    if draw(st.booleans()):
+        parts.append(pm.SystemPromptPart(draw(ptext)))
+    for _ in range(draw(st.integers(1, 3))):
+        prompt = draw(ptext | st.lists(ptext, min_size=1, max_size=2))
+        parts.append(pm.UserPromptPart(prompt))
+        history.append(pm.ModelRequest(parts=parts))
+        answer: list[object] = []
+        calls = []
+        for _ in range(draw(st.integers(1, 4))):
+            kind = draw(st.sampled_from(["thinking", "text", "call"]))
+            if kind == "thinking":
+                answer.append(
+                    pm.ThinkingPart(
+                        draw(st.just("") | ptext),
+                        id=draw(st.none() | st.just("rs_1")),
+                        signature=draw(st.none() | opaque_token),
+                        provider_name=draw(st.sampled_from([None, "anthropic", "openai"])),
+                    )
+                )
+            elif kind == "text":
+                answer.append(pm.TextPart(draw(ptext)))
+            else:
+                args = draw(json_args | text)
+                calls.append(pm.ToolCallPart(draw(pident), args, tool_call_id=new_id()))
+                answer.append(calls[-1])
+        provider = draw(st.sampled_from([None, "anthropic", "openai"]))
+        history.append(
+            pm.ModelResponse(
+                parts=answer, model_name=draw(st.none() | ident), provider_name=provider
+            )
+        )
+        parts = [
+            pm.ToolReturnPart(c.tool_name, draw(ptext | json_args), tool_call_id=c.tool_call_id)
+            for c in calls
+        ]
+    if parts:
+        history.append(pm.ModelRequest(parts=parts))
+    return history

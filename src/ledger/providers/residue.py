@@ -1,0 +1,130 @@
+"""Residues: what a provider object holds beyond what the ledger types carry, kept exactly.
+
+An adapter turns a provider object (a message, a block, a part, an item) into ledger values,
+then builds the object back from those values alone. Whatever differs between the original
+and that rebuild is the *residue*: keys the types have no home for (kept verbatim, in their
+order), keys the rebuild adds that the original did not have, nested objects that differ, and
+the key order. Applying the residue to the rebuild gives the original back, key order included.
+
+The residue is stored as JSON text written in the order it was received: ``ledger.raw_json``
+sorts keys, which would lose the order of unknown fields, so it is not used here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from ledger.providers._errors import ProviderError
+
+__all__ = [
+    "Residue",
+    "apply",
+    "diff",
+    "dumps",
+    "read_extra",
+    "same",
+    "with_extra",
+]
+
+Residue = dict[str, Any]
+"""``x``: keys kept verbatim; ``a``: keys the rebuild adds that were absent; ``n``: residues
+of nested objects; ``k``: the original key order, when the rebuild would give another."""
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text of ``value`` in the order given (never sorted)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal as JSON text: key order, ``1`` against ``1.0`` and ``true`` against ``1`` count."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(map(same, a, b))
+    if isinstance(a, float):
+        return repr(a) == repr(b)  # 0.0 and -0.0 are equal numbers but different text
+    return bool(a == b)
+
+
+def diff(
+    original: Mapping[str, Any], built: Mapping[str, Any], *, typed: tuple[str, ...] = ()
+) -> Residue:
+    """The residue that turns ``built`` into ``original``; empty when they are the same.
+
+    ``typed`` names the keys the ledger types hold (``"function.arguments"`` for a nested
+    one): a value there that the rebuild did not reproduce is a bug of the adapter (its
+    rebuild lost data), never something to paper over with a verbatim copy. The residue keeps
+    only the spelling there (key order inside, ``null`` against absent), never another value.
+    """
+    residue: Residue = {}
+    kept: dict[str, Any] = {}
+    nested: dict[str, Residue] = {}
+    for key, value in original.items():
+        if key in built and same(built[key], value):
+            continue
+        other = built.get(key)
+        if isinstance(value, dict) and isinstance(other, dict):
+            inner = tuple(t.partition(".")[2] for t in typed if t.startswith(key + "."))
+            nested[key] = diff(value, other, typed=inner)
+            continue
+        if key in typed and value is not None and other != value:
+            raise RuntimeError(f"adapter rebuilt {key!r} as {other!r}, not {value!r}")
+        kept[key] = value
+    absent = [key for key in built if key not in original]
+    if kept:
+        residue["x"] = kept
+    if absent:
+        residue["a"] = absent
+    if nested:
+        residue["n"] = nested
+    if list(apply(built, residue)) != list(original):
+        residue["k"] = list(original)
+    return residue
+
+
+def apply(built: Mapping[str, Any], residue: Residue | None) -> dict[str, Any]:
+    """``built`` with ``residue`` applied: the original object, keys in its order."""
+    out = dict(built)
+    if not residue:
+        return out
+    for key in residue.get("a", ()):
+        out.pop(key, None)
+    for key, sub in residue.get("n", {}).items():
+        if isinstance(out.get(key), dict):
+            out[key] = apply(out[key], sub)
+    out.update(residue.get("x", {}))
+    order = residue.get("k")
+    if order is not None:
+        out = {key: out[key] for key in order if key in out} | out
+    return out
+
+
+def read_extra(extra: msgspec.Raw | msgspec.UnsetType, shape: str) -> Residue:
+    """This shape's residue from a ledger value's ``extra`` (empty when it has none)."""
+    if extra is msgspec.UNSET:
+        return {}
+    try:
+        held = json.loads(bytes(extra))
+    except ValueError:
+        return {}
+    found = held.get(shape) if isinstance(held, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def with_extra(residue: Residue, shape: str, path: str) -> msgspec.Raw | msgspec.UnsetType:
+    """``{shape: residue}`` as raw JSON text in the order received, or UNSET when empty."""
+    if not residue:
+        return msgspec.UNSET
+    try:
+        return msgspec.Raw(dumps({shape: residue}).encode("utf-8"))
+    except (TypeError, ValueError) as exc:
+        raise ProviderError(path, f"a JSON value ({exc})") from None

@@ -1,0 +1,104 @@
+"""Reasoning goes back only where it came from (provider, API, and model or endpoint where the
+provider binds it); what a conversion leaves out is counted, and a plain call warns about it."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.providers import LeftOutWarning, anthropic, gemini, openai_chat, openai_responses
+from ledger.providers.gemini import SKIP_SIGNATURE
+
+DATA = Path(__file__).with_name("data") / "providers"
+
+
+def load(shape: str) -> dict[str, Any]:
+    """A committed real-shaped request."""
+    return json.loads((DATA / f"{shape}_request.json").read_text(encoding="utf-8"))
+
+
+def test_anthropic_thinking_goes_back_only_to_the_model_that_wrote_it() -> None:
+    """Signed thinking recorded from one model is not sent to another model; it is counted."""
+    messages = anthropic.to_ledger(load("anthropic"), model="claude-sonnet-4-6")
+    same = anthropic.export(messages, model="claude-sonnet-4-6")
+    assert same.left_out == ()
+    other = anthropic.export(messages, model="claude-opus-4-7")
+    sent = json.dumps(other.request)
+    assert '"thinking"' not in sent
+    assert '"redacted_thinking"' not in sent
+    assert [x.what for x in other.left_out] == ["reasoning"] * 3
+    assert "claude-sonnet-4-6" in other.left_out[0].reason
+
+
+def test_responses_reasoning_goes_back_only_to_its_endpoint_and_takes_the_ids_along() -> None:
+    """Encrypted reasoning from another endpoint is left out, and so are the fc_/msg_ ids."""
+    messages = openai_responses.to_ledger(load("openai_responses"), endpoint="https://a.test")
+    other = openai_responses.export(messages, endpoint="https://b.test")
+    items = other.request["input"]
+    assert not [i for i in items if i.get("type") == "reasoning"]
+    assert not [i for i in items if str(i.get("id", "")).startswith(("fc_", "msg_"))]
+    assert {x.what for x in other.left_out} == {"reasoning", "item ids"}
+    same = openai_responses.export(messages, endpoint="https://a.test")
+    assert same.left_out == ()
+
+
+def test_chat_reasoning_content_goes_back_only_to_its_provider() -> None:
+    """DeepSeek's reasoning_content is sent back to DeepSeek, not to another Chat server."""
+    request = {
+        "messages": [
+            {"role": "user", "content": "Weather?"},
+            {"role": "assistant", "content": "", "reasoning_content": "Call it."},
+        ]
+    }
+    messages = openai_chat.to_ledger(request, provider="deepseek")
+    assert openai_chat.from_ledger(messages, provider="deepseek") == request
+    other = openai_chat.export(messages, provider="openai")
+    assert "reasoning_content" not in other.request["messages"][1]
+    assert other.count == 1
+
+
+def test_gemini_gets_the_documented_placeholder_for_history_it_did_not_write() -> None:
+    """Calls from another provider get `skip_thought_signature_validator` on the first call."""
+    messages = anthropic.to_ledger(load("anthropic"))
+    request = gemini.export(messages).request
+    model = [c for c in request["contents"] if c["role"] == "model"]
+    calls = [p for p in model[0]["parts"] if "functionCall" in p]
+    assert calls[0]["thoughtSignature"] == SKIP_SIGNATURE
+    assert "thoughtSignature" not in calls[1]
+
+
+def test_gemini_signatures_stay_on_their_parts_for_the_same_model() -> None:
+    """A thought signature returns on the exact part it came with, for the same model."""
+    request = load("gemini")
+    messages = gemini.to_ledger(request, model="gemini-3-pro-preview")
+    assert gemini.from_ledger(messages, model="gemini-3-pro-preview") == request
+    other = gemini.export(messages, model="gemini-2.5-flash")
+    signatures = [p.get("thoughtSignature") for c in other.request["contents"] for p in c["parts"]]
+    assert [s for s in signatures if s] == [SKIP_SIGNATURE]
+    assert {x.what for x in other.left_out} == {"reasoning", "signature"}
+
+
+def test_a_plain_call_warns_when_something_is_left_out() -> None:
+    """from_ledger returns the request and warns with the count; export lists every piece."""
+    messages = anthropic.to_ledger(load("anthropic"))
+    conversion = openai_chat.export(messages)
+    assert {x.what for x in conversion.left_out} == {
+        "reasoning",
+        "fields kept verbatim from anthropic",
+    }
+    expected = rf"left out {conversion.count} piece\(s\).*openai_chat\.export\(\)"
+    with pytest.warns(LeftOutWarning, match=expected):
+        request = openai_chat.from_ledger(messages)
+    assert request == conversion.request
+
+
+def test_a_plain_call_is_silent_when_nothing_is_left_out() -> None:
+    """No warning when the conversation goes back where it came from."""
+    messages = anthropic.to_ledger(load("anthropic"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert anthropic.from_ledger(messages) == load("anthropic")
