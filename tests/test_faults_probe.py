@@ -551,3 +551,41 @@ def test_stop_notices_a_record_that_does_not_come_back_as_written(
         w.stop(StopKind.PAUSED)
     w.close()
     assert read_stop_facts(w.path).kind == StopKind.FAILED
+
+
+_EXIT_WITH_EVERY_FD_IN_USE = """
+import os, resource, sys
+from ledger import Message, RolloutWriter
+resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48))
+writers = []
+try:
+    while True:
+        w = RolloutWriter.create(sys.argv[1], durability="os")
+        w.append(Message(role="user", content=f"hello {len(writers)}"))
+        writers.append(w)
+except OSError:
+    pass
+hog = []
+try:
+    while True:
+        hog.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+print(len(writers), flush=True)
+"""
+
+
+def test_exit_with_writers_open_and_every_fd_in_use(tmp_path: Path) -> None:
+    """A process that exits with writers open while every descriptor is in use exits cleanly,
+    and each writer's records reach its file with a stop point of kind closed (rough edge of
+    issue 10; ADR 0053)."""
+    result = run_python(_EXIT_WITH_EVERY_FD_IN_USE, str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    opened = int(result.stdout)
+    paths = sorted(tmp_path.glob("*.jsonl"))
+    assert len(paths) >= opened > 10
+    for path in paths[:opened]:
+        rep = read_replay(path)
+        assert rep.total_messages == 1
+        assert rep.verified
+        assert read_stop_facts(path).kind == StopKind.CLOSED
