@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import msgspec
 from hypothesis import strategies as st
@@ -36,7 +37,7 @@ from ledger import (
     encode_line,
     raw_json,
 )
-from ledger.records import FORMAT_VERSION
+from ledger.records import FORMAT_VERSION, RECORD_TYPES
 from ledger.reducer import Entry
 
 # Text that JSON can carry: no lone surrogates (msgspec refuses them, as UTF-8 does), but
@@ -170,14 +171,9 @@ terminals = st.builds(
     error=st.none() | error_details,
 )
 
-records: st.SearchStrategy[Record] = st.one_of(
-    session_metas,
-    message_records,
-    reasoning_records,
-    compacted_records,
-    checkpoints,
-    terminals,
-)
+# Every registered record type (ledger.records.RECORD_TYPES), each through its strategy in
+# RECORD_STRATEGIES (the registry section at the end of this file).
+records: st.SearchStrategy[Record] = st.deferred(lambda: registered_records())
 
 
 def with_seqs(recs: list[Record], start: int = 1) -> list[Record]:
@@ -1080,3 +1076,38 @@ def pydantic_ai_histories(draw: st.DrawFn) -> list[object]:
     if parts:
         history.append(pm.ModelRequest(parts=parts))
     return history
+
+# --- registry ----------------------------------------------------------------------------------
+# One strategy per registered record type (ADR 0120). `records` draws from all of them; a type
+# registered in ledger.records.RECORD_TYPES without an entry here fails at the first draw, and
+# tests/test_registry.py names it.
+
+RECORD_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
+    SessionMeta: session_metas,
+    MessageRecord: message_records,
+    ReasoningRecord: reasoning_records,
+    Compacted: compacted_records,
+    AgentCheckpoint: checkpoints,
+    Terminal: terminals,
+}
+
+
+def registered_records() -> st.SearchStrategy[Record]:
+    """A strategy over every type of the registry, in the registry's order."""
+    missing = [t.__name__ for t in RECORD_TYPES if t not in RECORD_STRATEGIES]
+    if missing:
+        raise LookupError(
+            f"no strategy for the record type(s) {missing}: add one to RECORD_STRATEGIES in "
+            "tests/strategies.py"
+        )
+    return st.one_of(*(RECORD_STRATEGIES[t] for t in RECORD_TYPES))
+
+
+# The boundary property (tests/test_boundary.py) covers every registered record type too.
+VALID_FIELDS.update(
+    {
+        MessageRecord: {"seq": seqs, "ts": utc_datetimes, "message": messages()},
+        ReasoningRecord: {"seq": seqs, "ts": utc_datetimes, "reasoning": reasonings},
+    }
+)
+BOUNDARY_TYPES = tuple(VALID_FIELDS)

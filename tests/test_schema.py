@@ -10,11 +10,11 @@ from hypothesis import given
 
 import strategies as s
 from ledger import Record, encode_record, json_schema
-from ledger.records import FORMAT_VERSION
+from ledger.records import FORMAT_VERSION, RECORD_TAGS
 from ledger.schema import golden_schema_path, schema_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
-TAGS = {"session_meta", "message", "reasoning", "compacted", "agent_checkpoint", "terminal"}
+TAGS = set(RECORD_TAGS)
 
 
 def test_golden_schema_is_up_to_date() -> None:
@@ -44,8 +44,8 @@ def test_schema_names_its_version_and_dialect() -> None:
     assert f"rollout-v{FORMAT_VERSION}" in schema["$id"]
 
 
-def test_all_six_tags_are_in_the_discriminator() -> None:
-    """The `type` discriminator maps exactly the six record tags, each to a definition."""
+def test_all_tags_are_in_the_discriminator() -> None:
+    """The `type` discriminator maps exactly the registered record tags, each to a definition."""
     schema = json_schema()
     disc = schema["discriminator"]
     assert disc["propertyName"] == "type"

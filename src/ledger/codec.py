@@ -13,7 +13,14 @@ import msgspec
 
 from ledger.lenient import UnknownFields, strip_unknown_fields
 from ledger.messages import Message, Reasoning, Role
-from ledger.records import MessageRecord, ReasoningRecord, Record, SessionMeta, UnknownRecord
+from ledger.records import (
+    RECORD_TAGS,
+    MessageRecord,
+    ReasoningRecord,
+    Record,
+    SessionMeta,
+    UnknownRecord,
+)
 
 __all__ = [
     "RecordDecodeError",
@@ -140,9 +147,7 @@ def _describe(data: bytes | str, exc: msgspec.DecodeError) -> str:
     return f"not valid JSON: {exc}"
 
 
-_KNOWN_TAGS = frozenset(
-    ("session_meta", "message", "reasoning", "compacted", "agent_checkpoint", "terminal")
-)
+_KNOWN_TAGS = frozenset(RECORD_TAGS)
 
 
 # --- the duals: one message <-> its records ------------------------------------------------

@@ -1,12 +1,18 @@
-"""The six record types of a rollout, their union, the stop-kind vocabulary, the format version.
+"""The record types of a rollout, their registry and union, the stop-kind vocabulary, the format
+version.
 
 Every line of a rollout is one record: a JSON object whose ``"type"`` names its kind, with a
 per-file sequence number ``seq`` (1 on the first line, then +1 per record) and a UTC timestamp
 ``ts``. The tags are stable strings of the format, never Python names.
+
+:data:`RECORD_TYPES` is the one registry of record types (ADR 0019): the codec's tags, the JSON
+Schema, the package's exports, the test strategies and the format page all derive from it, and
+``tests/test_registry.py`` names what to update when one of them is left out.
 """
 
 from __future__ import annotations
 
+import typing
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Final
@@ -23,12 +29,14 @@ __all__ = [
     "ErrorDetail",
     "MessageRecord",
     "Record",
+    "RECORD_TAGS",
     "RECORD_TYPES",
     "ReasoningRecord",
     "SessionMeta",
     "StopKind",
     "Terminal",
     "UnknownRecord",
+    "record_tag",
 ]
 
 FORMAT_VERSION: Final = 1
@@ -147,8 +155,7 @@ class Terminal(_Record, frozen=True, kw_only=True, tag="terminal"):
             return None
 
 
-Record = SessionMeta | MessageRecord | ReasoningRecord | Compacted | AgentCheckpoint | Terminal
-"""Any record this library knows."""
+# --- the registry ---------------------------------------------------------------------------
 
 RECORD_TYPES: Final = (
     SessionMeta,
@@ -158,6 +165,38 @@ RECORD_TYPES: Final = (
     AgentCheckpoint,
     Terminal,
 )
+"""The registry of record types, in the order the format page lists them (ADR 0019)."""
+
+Record = SessionMeta | MessageRecord | ReasoningRecord | Compacted | AgentCheckpoint | Terminal
+"""Any record this library knows: the union of :data:`RECORD_TYPES` (checked at import)."""
+
+
+def record_tag(cls: type) -> str:
+    """The ``"type"`` tag of a record class, as written on the wire."""
+    tag = cls.__struct_config__.tag  # type: ignore[attr-defined]
+    if not isinstance(tag, str):
+        raise TypeError(f"{cls.__name__} is not a tagged record type")
+    return tag
+
+
+RECORD_TAGS: Final = tuple(record_tag(t) for t in RECORD_TYPES)
+"""The tags of :data:`RECORD_TYPES`, in the same order."""
+
+
+def _check_registry() -> None:
+    # The static union is what mypy and the decoder see; it must be the registry exactly.
+    in_union = typing.get_args(Record)
+    if in_union != RECORD_TYPES:
+        missing = [t.__name__ for t in RECORD_TYPES if t not in in_union]
+        extra = [t.__name__ for t in in_union if t not in RECORD_TYPES]
+        raise RuntimeError(
+            "ledger.records: the Record union and RECORD_TYPES differ "
+            f"(missing from the union: {missing}, not registered: {extra}); list every record "
+            "type in both, in the same order"
+        )
+
+
+_check_registry()
 
 
 class UnknownRecord(
