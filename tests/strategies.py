@@ -18,9 +18,12 @@ from ledger import (
     Degradation,
     DegradationKind,
     ErrorDetail,
+    Event,
+    EventKind,
     MediaPart,
     Message,
     MessageRecord,
+    MetaUpdate,
     OpaquePart,
     Origin,
     Reasoning,
@@ -33,7 +36,10 @@ from ledger import (
     Terminal,
     TextPart,
     ToolCall,
+    Turn,
+    TurnBoundary,
     UnknownRecord,
+    Usage,
     encode_line,
     raw_json,
 )
@@ -89,6 +95,7 @@ reasonings = st.builds(
     item_id=maybe_text,
     origin=st.none() | origins,
     extra=maybe_raw_object,
+    placeholder=maybe_text,
 )
 
 tool_calls = st.builds(
@@ -1078,7 +1085,7 @@ def pydantic_ai_histories(draw: st.DrawFn) -> list[object]:
     return history
 
 # --- registry ----------------------------------------------------------------------------------
-# One strategy per registered record type (ADR 0120). `records` draws from all of them; a type
+# One strategy per registered record type (ADR 0019). `records` draws from all of them; a type
 # registered in ledger.records.RECORD_TYPES without an entry here fails at the first draw, and
 # tests/test_registry.py names it.
 
@@ -1086,7 +1093,9 @@ RECORD_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     SessionMeta: session_metas,
     MessageRecord: message_records,
     ReasoningRecord: reasoning_records,
-    Compacted: compacted_records,
+    Compacted: compacted_records.flatmap(
+        lambda c: maybe_raw_object.map(lambda x: msgspec.structs.replace(c, extra=x))
+    ),
     AgentCheckpoint: checkpoints,
     Terminal: terminals,
 }
@@ -1103,11 +1112,63 @@ def registered_records() -> st.SearchStrategy[Record]:
     return st.one_of(*(RECORD_STRATEGIES[t] for t in RECORD_TYPES))
 
 
+# --- format version 2: records that describe a session (ADRs 0121-0124) ---
+token_counts = st.integers(min_value=0, max_value=2**40)
+usage_fields: dict[str, st.SearchStrategy[Any]] = {
+    "seq": seqs,
+    "ts": utc_datetimes,
+    "response_id": st.none() | short_text,
+    "model": maybe_text,
+    "input_tokens": token_counts,
+    "output_tokens": token_counts,
+    "cache_read_tokens": token_counts,
+    "cache_write_tokens": token_counts,
+    "reasoning_tokens": token_counts,
+    "extra": maybe_raw_object,
+}
+turn_fields: dict[str, st.SearchStrategy[Any]] = {
+    "seq": seqs,
+    "ts": utc_datetimes,
+    "boundary": st.sampled_from([b.value for b in TurnBoundary]) | short_text,
+    "turn_id": maybe_text,
+    "model": maybe_text,
+    "settings": maybe_raw_object,
+    "extra": maybe_raw_object,
+}
+event_fields: dict[str, st.SearchStrategy[Any]] = {
+    "seq": seqs,
+    "ts": utc_datetimes,
+    "kind": st.sampled_from([k.value for k in EventKind]) | short_text,
+    "reason": text,
+    "turn_id": maybe_text,
+    "error": st.none() | error_details,
+    "extra": maybe_raw_object,
+}
+meta_update_fields: dict[str, st.SearchStrategy[Any]] = {
+    "seq": seqs,
+    "ts": utc_datetimes,
+    "title": maybe_text,
+    "model": maybe_text,
+    "cwd": maybe_text,
+    "extra": maybe_raw_object,
+}
+usages = st.fixed_dictionaries(usage_fields).map(lambda kw: Usage(**kw))
+turns = st.fixed_dictionaries(turn_fields).map(lambda kw: Turn(**kw))
+events = st.fixed_dictionaries(event_fields).map(lambda kw: Event(**kw))
+meta_updates = st.fixed_dictionaries(meta_update_fields).map(lambda kw: MetaUpdate(**kw))
+RECORD_STRATEGIES.update({Usage: usages, Turn: turns, Event: events, MetaUpdate: meta_updates})
+
 # The boundary property (tests/test_boundary.py) covers every registered record type too.
 VALID_FIELDS.update(
     {
         MessageRecord: {"seq": seqs, "ts": utc_datetimes, "message": messages()},
         ReasoningRecord: {"seq": seqs, "ts": utc_datetimes, "reasoning": reasonings},
+        Usage: usage_fields,
+        Turn: turn_fields,
+        Event: event_fields,
+        MetaUpdate: meta_update_fields,
     }
 )
+VALID_FIELDS[Reasoning] = {**VALID_FIELDS[Reasoning], "placeholder": maybe_text}
+VALID_FIELDS[Compacted] = {**VALID_FIELDS[Compacted], "extra": maybe_raw_object}
 BOUNDARY_TYPES = tuple(VALID_FIELDS)

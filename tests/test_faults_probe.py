@@ -24,6 +24,7 @@ import pytest
 import ledger.reader as reader_module
 import ledger.writer as writer_module
 from ledger import (
+    FORMAT_VERSION,
     Compacted,
     Durability,
     Message,
@@ -258,7 +259,8 @@ def test_open_refuses_a_newer_format(tmp_path: Path) -> None:
     """A rollout of a newer format is not continued by an older library (nothing touched)."""
     w = RolloutWriter.create(tmp_path)
     w.close()
-    data = w.path.read_bytes().replace(b'"format_version":1', b'"format_version":99', 1)
+    version = f'"format_version":{FORMAT_VERSION}'.encode()
+    data = w.path.read_bytes().replace(version, b'"format_version":99', 1)
     w.path.write_bytes(data + b'{"tor')
     with pytest.raises(WriterError, match="newer than this library"):
         RolloutWriter.open(w.path)

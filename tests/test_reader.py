@@ -191,7 +191,7 @@ def test_line_too_long_is_skipped_and_reading_goes_on(tmp_path: Path) -> None:
 
 def test_unknown_record_is_reported(tmp_path: Path) -> None:
     """A line of an unknown record type is read as such and reported by the reducer."""
-    data = LINES[0] + b'{"type":"usage","seq":2,"tokens":5}\n' + b"".join(LINES[2:])
+    data = LINES[0] + b'{"type":"tool_schema","seq":2,"tokens":5}\n' + b"".join(LINES[2:])
     entries = list(iter_file_entries(_write(tmp_path, data)))
     assert isinstance(entries[1][1], UnknownRecord)
     state = rebuild(_write(tmp_path, data))

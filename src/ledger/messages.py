@@ -171,6 +171,11 @@ class Reasoning(
     ``text=""`` and ``text=None`` are different values and stay different. ``signature``
     (Anthropic, Gemini) and ``encrypted`` (OpenAI ``encrypted_content``, Anthropic
     ``redacted_thinking.data``) are opaque provider strings kept exactly as received.
+
+    ``placeholder`` (format 2) holds, verbatim, a value that stood where a signature or an
+    encrypted payload belongs but is known not to be one (a publisher's
+    ``[REDACTED_SIGNATURE]``): it is kept out of ``signature`` and ``encrypted`` so that no
+    adapter ever sends it back as if it were real (ADR 0126).
     """
 
     text: str | None = None
@@ -181,6 +186,7 @@ class Reasoning(
     item_id: str | None = None
     origin: Origin | None = None
     extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    placeholder: str | None = None
 
 
 class ToolCall(

@@ -7,7 +7,9 @@ per-file sequence number ``seq`` (1 on the first line, then +1 per record) and a
 
 :data:`RECORD_TYPES` is the one registry of record types (ADR 0019): the codec's tags, the JSON
 Schema, the package's exports, the test strategies and the format page all derive from it, and
-``tests/test_registry.py`` names what to update when one of them is left out.
+``tests/test_registry.py`` names what to update when one of them is left out. The six core types
+are the conversation and its stop point; format version 2 adds the records that describe a
+session without entering its conversation (ADRs 0120-0124).
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ __all__ = [
     "AgentCheckpoint",
     "Compacted",
     "ErrorDetail",
+    "Event",
+    "EventKind",
     "MessageRecord",
+    "MetaUpdate",
     "Record",
     "RECORD_TAGS",
     "RECORD_TYPES",
@@ -35,11 +40,14 @@ __all__ = [
     "SessionMeta",
     "StopKind",
     "Terminal",
+    "Turn",
+    "TurnBoundary",
     "UnknownRecord",
+    "Usage",
     "record_tag",
 ]
 
-FORMAT_VERSION: Final = 1
+FORMAT_VERSION: Final = 2
 """The rollout format version this library writes (see ADR 0005 for the evolution rules)."""
 
 UtcDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
@@ -102,10 +110,17 @@ class ReasoningRecord(_Record, frozen=True, kw_only=True, tag="reasoning"):
 
 
 class Compacted(_Record, frozen=True, kw_only=True, tag="compacted"):
-    """The conversation was compacted: replay restarts from ``messages``."""
+    """The conversation was compacted: replay restarts from ``messages``.
+
+    ``extra`` (format 2) keeps what the compaction said about itself with no home here (a
+    trigger, the size before, a pointer to the old history), verbatim; it is not part of the
+    conversation. A provider's role-less compaction item is an assistant message whose content
+    is one ``OpaquePart`` (ADR 0125).
+    """
 
     messages: tuple[Message, ...]
     summary: str | None = None
+    extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
 class AgentCheckpoint(_Record, frozen=True, kw_only=True, tag="agent_checkpoint"):
@@ -155,6 +170,95 @@ class Terminal(_Record, frozen=True, kw_only=True, tag="terminal"):
             return None
 
 
+# --- format version 2: what describes a session without entering its conversation ----------
+
+
+class Usage(_Record, frozen=True, kw_only=True, tag="usage"):
+    """The token usage of one model response: never a running total (ADR 0121).
+
+    ``response_id`` names the response when the provider gave it an id; a reader counts each
+    response id once, so a usage written again (a resumed import, a repeated provider event)
+    never counts twice. Counts a provider did not report stay 0.
+    """
+
+    response_id: str | None = None
+    model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+class TurnBoundary(StrEnum):
+    """Which side of a turn a :class:`Turn` record marks."""
+
+    START = "start"
+    END = "end"
+
+
+class Turn(_Record, frozen=True, kw_only=True, tag="turn"):
+    """A turn starts or ends; a start carries the turn's settings (ADR 0122).
+
+    ``boundary`` is kept as the string on the wire (see :class:`TurnBoundary`), so that a
+    boundary a newer writer adds still decodes. ``settings`` holds the turn's settings as the
+    agent gave them (model, effort, sandbox, approval policy...), verbatim.
+    """
+
+    boundary: str
+    turn_id: str | None = None
+    model: str | None = None
+    settings: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+class EventKind(StrEnum):
+    """What happened, for an :class:`Event` (a vocabulary that may grow)."""
+
+    INTERRUPTED = "interrupted"
+    """The user interrupted the agent; the session went on."""
+    TURN_ABORTED = "turn_aborted"
+    """A turn was abandoned before its end; the session went on."""
+    API_ERROR = "api_error"
+    """The provider's API failed; the text the client showed was never the model's."""
+
+
+class Event(_Record, frozen=True, kw_only=True, tag="event"):
+    """Something happened that is not a stop point: the session went on (ADR 0123).
+
+    ``kind`` is kept as the string on the wire (see :class:`EventKind`); :attr:`event_kind`
+    gives the member when it is one.
+    """
+
+    kind: str
+    reason: str = ""
+    turn_id: str | None = None
+    error: ErrorDetail | None = None
+    extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+    @property
+    def event_kind(self) -> EventKind | None:
+        """The kind as an :class:`EventKind`, or ``None`` when this reader does not know it."""
+        try:
+            return EventKind(self.kind)
+        except ValueError:
+            return None
+
+
+class MetaUpdate(_Record, frozen=True, kw_only=True, tag="meta_update"):
+    """Metadata that arrived after the first line: a title, a settings change (ADR 0124).
+
+    A field left unset says nothing; the latest value of each field wins. ``extra`` holds the
+    rest verbatim (a permission mode, a branch, a tool version).
+    """
+
+    title: str | None = None
+    model: str | None = None
+    cwd: str | None = None
+    extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
 # --- the registry ---------------------------------------------------------------------------
 
 RECORD_TYPES: Final = (
@@ -164,10 +268,25 @@ RECORD_TYPES: Final = (
     Compacted,
     AgentCheckpoint,
     Terminal,
+    Usage,
+    Turn,
+    Event,
+    MetaUpdate,
 )
 """The registry of record types, in the order the format page lists them (ADR 0019)."""
 
-Record = SessionMeta | MessageRecord | ReasoningRecord | Compacted | AgentCheckpoint | Terminal
+Record = (
+    SessionMeta
+    | MessageRecord
+    | ReasoningRecord
+    | Compacted
+    | AgentCheckpoint
+    | Terminal
+    | Usage
+    | Turn
+    | Event
+    | MetaUpdate
+)
 """Any record this library knows: the union of :data:`RECORD_TYPES` (checked at import)."""
 
 

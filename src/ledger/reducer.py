@@ -20,18 +20,51 @@ from ledger.records import (
     FORMAT_VERSION,
     AgentCheckpoint,
     Compacted,
+    Event,
     MessageRecord,
+    MetaUpdate,
     ReasoningRecord,
     Record,
     SessionMeta,
     Terminal,
+    Turn,
     UnknownRecord,
+    Usage,
 )
 
-__all__ = ["Entry", "ReplayState", "apply", "fold", "fold_batches", "fold_lines"]
+__all__ = ["Entry", "ReplayState", "UsageTotals", "apply", "fold", "fold_batches", "fold_lines"]
 
 Entry = Record | UnknownRecord | Degradation
 """What the reducer consumes: a record, a line of unknown type, or damage the reader found."""
+
+
+@attrs.frozen
+class UsageTotals:
+    """Token usage summed over the ``usage`` records of a file, each response counted once.
+
+    ``repeated`` counts usage records skipped because their response id was already counted
+    (ADR 0121).
+    """
+
+    responses: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    repeated: int = 0
+
+    def add(self, u: Usage) -> UsageTotals:
+        """These totals with one more response's usage."""
+        return UsageTotals(
+            responses=self.responses + 1,
+            input_tokens=self.input_tokens + u.input_tokens,
+            output_tokens=self.output_tokens + u.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + u.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + u.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + u.reasoning_tokens,
+            repeated=self.repeated,
+        )
 
 
 @attrs.frozen
@@ -42,6 +75,11 @@ class ReplayState:
     when the last checkpoint was read, which is what that checkpoint's digest covers.
     ``window_start_line`` is set when a reader skipped the lines before the last compaction
     (``ledger.reader.rebuild(from_last_compaction=True)``) and resumed at that line.
+
+    The format-2 records that describe the session without entering its conversation are
+    summed up here and never touch ``messages``: ``usage`` (with ``usage_ids``, the response ids
+    already counted), the last ``turn`` record and the number of turns started, the number of
+    ``events`` and the last one, the ``title`` and the number of ``meta_updates``.
     """
 
     meta: SessionMeta | None = None
@@ -60,6 +98,14 @@ class ReplayState:
     degraded: tuple[Degradation, ...] = ()
     damaged_run: int = 0
     window_start_line: int | None = None
+    usage: UsageTotals = UsageTotals()
+    usage_ids: frozenset[str] = frozenset()
+    turn: Turn | None = None
+    turns: int = 0
+    events: int = 0
+    last_event: Event | None = None
+    title: str | None = None
+    meta_updates: int = 0
 
 
 class _Builder:
@@ -84,6 +130,14 @@ class _Builder:
         self.degraded = list(s.degraded)
         self.damaged_run = s.damaged_run
         self.window_start_line = s.window_start_line
+        self.usage = s.usage
+        self.usage_ids = set(s.usage_ids)
+        self.turn = s.turn
+        self.turns = s.turns
+        self.events = s.events
+        self.last_event = s.last_event
+        self.title = s.title
+        self.meta_updates = s.meta_updates
 
     def freeze(self) -> ReplayState:
         return ReplayState(
@@ -103,6 +157,14 @@ class _Builder:
             degraded=tuple(self.degraded),
             damaged_run=self.damaged_run,
             window_start_line=self.window_start_line,
+            usage=self.usage,
+            usage_ids=frozenset(self.usage_ids),
+            turn=self.turn,
+            turns=self.turns,
+            events=self.events,
+            last_event=self.last_event,
+            title=self.title,
+            meta_updates=self.meta_updates,
         )
 
     def degrade(
@@ -205,6 +267,8 @@ class _Builder:
                 self.after_checkpoint += 1
         elif isinstance(entry, SessionMeta):
             self.on_meta(entry, line, first)
+        elif isinstance(entry, Usage | Turn | Event | MetaUpdate):
+            self.on_description(entry)
         else:
             self.degrade(
                 DegradationKind.UNKNOWN_RECORD,
@@ -213,6 +277,29 @@ class _Builder:
                 line,
                 entry.seq,
             )
+
+    def on_description(self, entry: Usage | Turn | Event | MetaUpdate) -> None:
+        # What describes the session stays out of the conversation, and so out of the digest
+        # and of what a checkpoint covers (ADRs 0121-0124).
+        if isinstance(entry, Usage):
+            rid = entry.response_id
+            if rid is not None and rid in self.usage_ids:
+                self.usage = attrs.evolve(self.usage, repeated=self.usage.repeated + 1)
+                return
+            if rid is not None:
+                self.usage_ids.add(rid)
+            self.usage = self.usage.add(entry)
+        elif isinstance(entry, Turn):
+            self.turn = entry
+            if entry.boundary == "start":
+                self.turns += 1
+        elif isinstance(entry, Event):
+            self.events += 1
+            self.last_event = entry
+        else:
+            self.meta_updates += 1
+            if entry.title is not None:
+                self.title = entry.title
 
     def on_meta(self, meta: SessionMeta, line: int | None, first: bool) -> None:
         if self.meta is not None:
