@@ -1084,6 +1084,7 @@ def pydantic_ai_histories(draw: st.DrawFn) -> list[object]:
         history.append(pm.ModelRequest(parts=parts))
     return history
 
+
 # --- registry ----------------------------------------------------------------------------------
 # One strategy per registered record type (ADR 0019). `records` draws from all of them; a type
 # registered in ledger.records.RECORD_TYPES without an entry here fails at the first draw, and

@@ -15,6 +15,7 @@ import strategies as s
 from ledger import (
     AgentCheckpoint,
     Compacted,
+    Degradation,
     DegradationKind,
     ErrorDetail,
     Event,
@@ -79,7 +80,8 @@ def _v2_file() -> tuple[list[bytes], list[Message]]:
 
 def test_a_version_2_file_reads_under_version_1_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     """A version-1 reader (six record types, version 1) reads a version-2 file whole: newer
-    format reported once, each new record type reported and skipped, the conversation intact."""
+    format reported once, each new record type and each new field reported, the conversation
+    intact."""
     lines, conversation = _v2_file()
     v1 = msgspec.json.Decoder(
         SessionMeta | MessageRecord | ReasoningRecord | Compacted | AgentCheckpoint | Terminal
@@ -90,17 +92,25 @@ def test_a_version_2_file_reads_under_version_1_rules(monkeypatch: pytest.Monkey
         if obj["type"] not in {t.__struct_config__.tag for t in V1_TYPES}:
             entries.append(UnknownRecord(type=obj["type"], seq=obj["seq"], raw=line.strip()))
             continue
-        # What a version-1 struct sees: the fields it does not declare are ignored.
-        obj.get("reasoning", {}).pop("placeholder", None)
+        # A version-1 struct does not declare these: its reader reports each one as an unknown
+        # field (ADR 0018) and reads the rest of the record.
+        met = obj.get("reasoning", {}).pop("placeholder", None)
         if obj["type"] == "compacted":
-            obj.pop("extra", None)
+            met = obj.pop("extra", None)
+        if met is not None:
+            entries.append(Degradation(kind=DegradationKind.UNKNOWN_FIELD, detail="", line=None))
         entries.append(v1.decode(msgspec.json.encode(obj)))
     monkeypatch.setattr(reducer_module, "FORMAT_VERSION", 1)
     state = fold(entries)
     kinds = [d.kind for d in state.degraded]
     assert kinds.count(DegradationKind.NEWER_FORMAT) == 1
     assert kinds.count(DegradationKind.UNKNOWN_RECORD) == 5
-    assert set(kinds) == {DegradationKind.NEWER_FORMAT, DegradationKind.UNKNOWN_RECORD}
+    assert kinds.count(DegradationKind.UNKNOWN_FIELD) == 2
+    assert set(kinds) == {
+        DegradationKind.NEWER_FORMAT,
+        DegradationKind.UNKNOWN_RECORD,
+        DegradationKind.UNKNOWN_FIELD,
+    }
     assert state.messages == tuple(conversation)
 
 
