@@ -72,7 +72,7 @@ class ReasoningKind(StrEnum):
     ENCRYPTED = "encrypted"
 
 
-class Origin(
+class Value(
     msgspec.Struct,
     metaclass=Checked,
     forbid_unknown_fields=True,
@@ -81,6 +81,12 @@ class Origin(
     kw_only=True,
     omit_defaults=True,
 ):
+    """The base of the immutable value types: checked when constructed (ADR 0017), unknown
+    fields reported when decoded (ADR 0018), hashable, without the cycle collector (they hold
+    only strings, numbers and tuples of other values)."""
+
+
+class Origin(Value, frozen=True, kw_only=True):
     """Where a provider item came from, so it is only ever sent back there."""
 
     provider: str | None = None
@@ -89,16 +95,7 @@ class Origin(
     endpoint: str | None = None
 
 
-class TextPart(
-    msgspec.Struct,
-    metaclass=Checked,
-    forbid_unknown_fields=True,
-    frozen=True,
-    gc=False,
-    kw_only=True,
-    omit_defaults=True,
-    tag="text",
-):
+class TextPart(Value, frozen=True, kw_only=True, tag="text"):
     """A text part of a message's content (``signature``: Gemini's thought signature).
 
     ``extra`` keeps the part's provider fields with no home here, verbatim (citations,
@@ -110,16 +107,7 @@ class TextPart(
     extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
-class MediaPart(
-    msgspec.Struct,
-    metaclass=Checked,
-    forbid_unknown_fields=True,
-    frozen=True,
-    gc=False,
-    kw_only=True,
-    omit_defaults=True,
-    tag="media",
-):
+class MediaPart(Value, frozen=True, kw_only=True, tag="media"):
     """Media by URL or inline base64 data, with its media type.
 
     ``extra`` keeps the part's provider fields with no home here, verbatim (an image's
@@ -138,16 +126,7 @@ class MediaPart(
             raise ValueError("MediaPart needs exactly one of url= or data= (base64 text)")
 
 
-class OpaquePart(
-    msgspec.Struct,
-    metaclass=Checked,
-    forbid_unknown_fields=True,
-    frozen=True,
-    gc=False,
-    kw_only=True,
-    omit_defaults=True,
-    tag="opaque",
-):
+class OpaquePart(Value, frozen=True, kw_only=True, tag="opaque"):
     """A provider content item with no home here, kept verbatim as raw JSON."""
 
     data: msgspec.Raw
@@ -157,15 +136,7 @@ class OpaquePart(
 ContentPart = TextPart | MediaPart | OpaquePart
 
 
-class Reasoning(
-    msgspec.Struct,
-    metaclass=Checked,
-    forbid_unknown_fields=True,
-    frozen=True,
-    gc=False,
-    kw_only=True,
-    omit_defaults=True,
-):
+class Reasoning(Value, frozen=True, kw_only=True):
     """One reasoning ("thinking") block of an assistant message.
 
     ``text=""`` and ``text=None`` are different values and stay different. ``signature``
@@ -189,15 +160,7 @@ class Reasoning(
     placeholder: str | None = None
 
 
-class ToolCall(
-    msgspec.Struct,
-    metaclass=Checked,
-    forbid_unknown_fields=True,
-    frozen=True,
-    gc=False,
-    kw_only=True,
-    omit_defaults=True,
-):
+class ToolCall(Value, frozen=True, kw_only=True):
     """A tool call requested by the assistant.
 
     ``arguments`` is the exact text the provider sent, which may not be valid JSON.
@@ -211,15 +174,7 @@ class ToolCall(
     extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
-class Message(
-    msgspec.Struct,
-    metaclass=Checked,
-    forbid_unknown_fields=True,
-    frozen=True,
-    gc=False,
-    kw_only=True,
-    omit_defaults=True,
-):
+class Message(Value, frozen=True, kw_only=True):
     """One conversation message, exactly as the provider and the framework gave it.
 
     ``content`` keeps its form: ``None``, a string, or an ordered tuple of parts.

@@ -21,7 +21,7 @@ from typing import Annotated, Final
 
 import msgspec
 
-from ledger.messages import Message, Reasoning
+from ledger.messages import Message, Reasoning, Value
 from ledger.validation import Checked
 
 __all__ = [
@@ -130,15 +130,7 @@ class AgentCheckpoint(_Record, frozen=True, kw_only=True, tag="agent_checkpoint"
     message_count: int
 
 
-class ErrorDetail(
-    msgspec.Struct,
-    metaclass=Checked,
-    forbid_unknown_fields=True,
-    frozen=True,
-    gc=False,
-    kw_only=True,
-    omit_defaults=True,
-):
+class ErrorDetail(Value, frozen=True, kw_only=True):
     """What went wrong, when a session stopped on an error."""
 
     type: str
