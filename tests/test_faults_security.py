@@ -571,3 +571,24 @@ def test_hostile_identity_in_session_meta_is_listed_not_trusted(
         assert result.exit_code in (0, 1), (args, result.output)
         assert result.exception is None or isinstance(result.exception, SystemExit), args
     assert sorted(tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    "char", ["\u202e", "\u2066", "\u2069", "\u2028", "\u2029", "\u200b", "\u061c", "\x1b", "\x9b"]
+)
+def test_format_and_separator_characters_never_reach_the_terminal(char: str) -> None:
+    """Bidi overrides and isolates, line separators, zero-width and control characters from a
+    file are shown as escapes by the terminal rendering, as by the export and the hand-off."""
+    from replay.cli._render import json_safe, terminal_safe
+    from replay.display import visible
+
+    text = f"report{char}fdp.exe\tok\n"
+    for shown in (terminal_safe(text), visible(text)):
+        assert char not in shown
+        assert "\t" in shown
+        assert "\n" in shown
+    json_text = json_safe('"' + text.replace("\n", "\\n").replace("\t", "\\t") + '"')
+    assert char not in json_text
+    import json
+
+    assert json.loads(json_text) == text

@@ -15,11 +15,11 @@ fixed headings below are headings.
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Final
 
 from ledger.messages import Message, Role
 from replay._checks import check_count
+from replay.display import visible
 from replay.eligibility import resume_eligibility
 from replay.pairing import pair_tool_calls
 from replay.replay import Replay
@@ -32,26 +32,11 @@ HEADINGS: Final = ("Goal", "Recent turns", "Open tool calls", "Degradations")
 _GOAL_CHARS: Final = 2000
 _TURN_CHARS: Final = 400
 _BACKTICKS: Final = re.compile(r"`+")
-# What a reader (a terminal, a Markdown renderer, a model's tokenizer) may take for a line
-# break or a control: C0, DEL, C1, the Unicode line and paragraph separators, and format
-# characters (bidirectional overrides can make text read in another order than it is).
-_UNSAFE_CATEGORIES: Final = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
-
-
-def _escape_char(c: str) -> str:
-    n = ord(c)
-    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
 
 
 def _visible(text: str, *, keep_newlines: bool) -> str:
     """``text`` with every unsafe character shown as an escape (tab and, if kept, newline too)."""
-    if text.isascii() and text.isprintable():
-        return text
-    kept = "\n\t" if keep_newlines else ""
-    return "".join(
-        _escape_char(c) if c not in kept and unicodedata.category(c) in _UNSAFE_CATEGORIES else c
-        for c in text
-    )
+    return visible(text, keep_newlines=keep_newlines)
 
 
 def _fence_for(text: str, minimum: int) -> str:

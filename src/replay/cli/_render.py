@@ -13,11 +13,11 @@ the C0 range), which keeps the JSON valid and equal once parsed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
 from ledger.damage import Degradation
 from ledger.messages import MediaPart, Message, OpaquePart, Reasoning, Role, TextPart, ToolCall
+from replay.display import json_visible, short_time, visible
 from replay.pairing import pair_tool_calls
 
 if TYPE_CHECKING:
@@ -38,20 +38,16 @@ __all__ = [
     "short_time",
 ]
 
-_VISIBLE: Final = {
-    c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A)
-}
-_JSON_ESCAPES: Final = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0))}
-
 
 def terminal_safe(text: str) -> str:
-    """``text`` with every control character but tab and newline shown as ``\\xNN``."""
-    return text.translate(_VISIBLE)
+    """``text`` as it may reach a terminal (:func:`replay.display.visible`): tab and newline
+    kept, every control, format or separator character shown as an escape."""
+    return visible(text)
 
 
 def json_safe(text: str) -> str:
-    """JSON text with DEL and C1 characters written as ``\\u00NN`` escapes (same JSON value)."""
-    return text.translate(_JSON_ESCAPES)
+    """JSON text with every unsafe character written as a ``\\u`` escape (same JSON value)."""
+    return json_visible(text)
 
 
 def safe_console(**kwargs: object) -> Console:
@@ -97,13 +93,6 @@ def short_id(session_id: str | None) -> str:
     if not session_id:
         return "-"
     return session_id[:SHORT_ID]
-
-
-def short_time(when: datetime | None) -> str:
-    """A UTC time as ``YYYY-MM-DD HH:MM:SS`` (``-`` when unknown)."""
-    if when is None:
-        return "-"
-    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def human_size(n: int | None) -> str:

@@ -21,7 +21,8 @@ import attrs
 
 from ledger.damage import Degradation, DegradationKind
 from ledger.messages import Message, Reasoning, ToolCall
-from replay.cli._render import short_time, terminal_safe
+from replay.display import short_time
+from replay.display import visible as _visible
 from replay.eligibility import child_without_coordinates, resume_eligibility
 from replay.pairing import pair_tool_calls
 from replay.replay import Replay
@@ -40,25 +41,11 @@ __all__ = [
     "visible",
 ]
 
-# Bidirectional overrides and isolates reorder what a reader sees ("Trojan Source"): shown as
-# escapes, as control characters are (ADR 0040).
-_BIDI: Final = {
-    c: f"\\u{c:04x}"
-    for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
-}
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
-
 
 def visible(text: str) -> str:
-    """``text`` with control, bidi-override and lone surrogate code points written as escapes.
-
-    Tab and newline stay. The result always encodes to UTF-8, and shows a reader everything the
-    text holds instead of letting it steer a terminal or reorder a line.
-    """
-    text = terminal_safe(text).translate(_BIDI)
-    if text.isascii():
-        return text
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
+    """``text`` with control, format (bidi, zero-width), separator and lone surrogate code
+    points written as escapes (:func:`replay.display.visible`); tab and newline stay."""
+    return _visible(text)
 
 
 _PLAIN_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,127}")
