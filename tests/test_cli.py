@@ -201,7 +201,7 @@ def test_a_prefix_never_resolves_to_a_link_that_leads_outside(
     outside = fake_rollout(tmp_path / "elsewhere", "secret1")
     link = root / outside.name
     link.symlink_to(outside)
-    monkeypatch.setattr("replay.lookup.iter_rollout_paths", lambda _: iter([link]))
+    monkeypatch.setattr("replay.lookup.iter_rollout_paths", lambda *_, **__: iter([link]))
     with pytest.raises(CliError, match="outside the root"):
         resolve_target(root, "secret")
 

@@ -131,7 +131,7 @@ def listed_in_a_race(p):
     # The walk saw a regular file; by the open, it was replaced by this path's kind.
     import replay.sessions as sessions
     real = sessions.iter_rollout_paths
-    sessions.iter_rollout_paths = lambda root: iter([Path(p)])
+    sessions.iter_rollout_paths = lambda root, **_: iter([Path(p)])
     try:
         (entry,) = sessions.list_sessions(os.path.dirname(p))
     finally:

@@ -171,12 +171,14 @@ def test_bad_meta_is_refused_before_any_file_exists(tmp_path: Path, meta: Any) -
 def test_an_existing_file_is_never_clobbered(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Creating a rollout whose name exists fails and leaves the existing file untouched."""
+    """Creating a rollout whose name exists fails and leaves the existing file untouched, even
+    when two creates race past the check for an existing session id."""
     fixed = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     monkeypatch.setattr(writer_module, "_now", lambda: fixed)
     with RolloutWriter.create(tmp_path, session_id="same") as w:
         w.append(user(1))
     content = w.path.read_bytes()
+    monkeypatch.setattr(writer_module, "session_rollout", lambda *args: None)  # the race
     with pytest.raises(RolloutExistsError, match="never overwritten") as info:
         RolloutWriter.create(tmp_path, session_id="same")
     assert isinstance(info.value, FileExistsError)

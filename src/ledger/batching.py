@@ -3,6 +3,12 @@
 A batch is at most :data:`MAX_BATCH_RECORDS` records or waits at most :data:`MAX_BATCH_DELAY`
 seconds for more, whichever comes first, and goes to the file in one ``writev`` (ADR 0021).
 The worker never closes the descriptor: its writer does, after :meth:`BatchQueue.join`.
+
+Interruption safety (ADR 0055): a ``KeyboardInterrupt`` or a signal handler's exception can
+land between any two bytecodes of the caller's thread. So the caller's thread changes exactly
+one thing when it enqueues, in one atomic step (``deque.extend``); every count (records taken,
+written, the next sequence number) and the writer's witness of its own records (ADR 0052) are
+kept by the worker, which no signal interrupts.
 """
 
 from __future__ import annotations
@@ -11,11 +17,12 @@ import errno
 import os
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable
 from typing import Final
 
-__all__ = ["MAX_BATCH_DELAY", "MAX_BATCH_RECORDS", "BatchQueue"]
+__all__ = ["MAX_BATCH_DELAY", "MAX_BATCH_RECORDS", "BatchQueue", "OwnRecords", "writev_all"]
 
 MAX_BATCH_RECORDS: Final = 32
 """A batch never holds more records than this."""
@@ -25,6 +32,9 @@ MAX_BATCH_DELAY: Final = 0.020
 
 _NL: Final = b"\n"
 _IOV_MAX: Final = 1024
+# Records are encoded with their tag first (the codec's canonical form): a compaction is seen
+# by its first bytes.
+_COMPACTED: Final = b'{"type":"compacted"'
 
 
 def writev_all(fd: int, buffers: list[bytes]) -> int:
@@ -47,11 +57,36 @@ def writev_all(fd: int, buffers: list[bytes]) -> int:
     return total
 
 
+class OwnRecords:
+    """What a writer wrote since it opened the file, or since its own last compaction (which
+    is where a read-back starts): the first seq, how many records, their CRC-32 (ADR 0052)."""
+
+    __slots__ = ("count", "crc", "first")
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.count = 0
+        self.crc = 0
+
+    def add(self, line: bytes) -> None:
+        self.crc = zlib.crc32(line, self.crc)
+        self.count += 1
+
+    def copy(self) -> OwnRecords:
+        twin = OwnRecords(self.first)
+        twin.count, twin.crc = self.count, self.crc
+        return twin
+
+    def snapshot(self) -> tuple[int, int, int]:
+        return self.first, self.count, self.crc
+
+
 class BatchQueue:
     """Encoded records waiting for the worker thread, and what it has written so far.
 
-    ``fail`` turns an exception of the worker (or of a drain) into the writer's error; once
-    an error is set nothing more is written.
+    ``fail`` turns an exception of the worker (or of a drain) into the writer's error; it is
+    called with the queue's lock held and must not take it. Once an error is set nothing more
+    is written.
     """
 
     def __init__(
@@ -59,6 +94,7 @@ class BatchQueue:
         fd: int,
         *,
         name: str,
+        next_seq: int,
         size: int,
         fsync_each_batch: bool,
         fail: Callable[[BaseException], BaseException],
@@ -69,12 +105,14 @@ class BatchQueue:
         self._lock = threading.Lock()
         self.cond = threading.Condition(self._lock)
         self.queue: deque[bytes] = deque()
-        self.enqueued = 0
+        self.first_seq = next_seq
+        self.taken = 0  # records the worker took from the queue (written or being written)
         self.written = 0
         self.good_size = size
         self.flush_wanted = 0
         self.closing = False
         self.error: BaseException | None = None
+        self.own = OwnRecords(next_seq)
         # Test seams (ledger.testing): while ``hold`` is set, the worker writes nothing until a
         # drain asks for it; ``write`` is how a batch reaches the file (faults are injected here).
         self.hold = False
@@ -85,24 +123,27 @@ class BatchQueue:
         """Start the worker thread (raises ``RuntimeError`` when the system refuses a thread)."""
         self.thread.start()
 
+    def next_seq(self) -> int:
+        """The sequence number the next record put will carry."""
+        with self._lock:
+            return self.first_seq + self.taken + len(self.queue)
+
     def put(self, lines: list[bytes]) -> None:
-        """Enqueue encoded records (without line ends), in order."""
-        n = len(lines)
+        """Enqueue encoded records (without line ends), in order: one atomic step."""
         with self._lock:
             queue = self.queue
             before = len(queue)
             queue.extend(lines)
-            self.enqueued += n
             # Wake the worker only when it may be waiting for this: the queue was empty, or it
             # just reached a full batch. Notifying on every append costs more than the append.
-            if before == 0 or before < MAX_BATCH_RECORDS <= before + n:
+            if before == 0 or before < MAX_BATCH_RECORDS <= before + len(lines):
                 self.cond.notify()
 
     def wait_written(self) -> BaseException | None:
         """Wait until everything enqueued so far is written; the error if writing failed."""
         cond = self.cond
         with cond:
-            target = self.enqueued
+            target = self.taken + len(self.queue)
             if self.written < target and self.error is None:
                 self.flush_wanted = max(self.flush_wanted, target)
                 cond.notify_all()
@@ -114,6 +155,12 @@ class BatchQueue:
                             RuntimeError("the writer thread is gone (interpreter shutdown?)")
                         )
             return self.error
+
+    def own_records(self) -> tuple[int, int, int]:
+        """``(first seq, count, CRC-32)`` of the records written since the last compaction (or
+        since the writer took the file up)."""
+        with self._lock:
+            return self.own.snapshot()
 
     def join(self) -> None:
         """Let the worker write what is queued (unless failed) and end; wait for it."""
@@ -133,6 +180,15 @@ class BatchQueue:
         if self.thread.is_alive():
             self.thread.join()
         return lines
+
+    def fail_now(self, exc: BaseException) -> BaseException:
+        """Record a failure seen outside the worker (a drain's fsync); the writer's error."""
+        with self._lock:
+            if self.error is None:
+                self.error = self._fail(exc)
+                self.queue.clear()
+            self.cond.notify_all()
+            return self.error
 
     def _take_batch(self) -> list[bytes] | None:
         """Wait for the next batch (None: closing and nothing left)."""
@@ -156,7 +212,9 @@ class BatchQueue:
             while self.hold and self.flush_wanted <= self.written and not self.closing:
                 cond.wait()
             queue = self.queue
-            return [queue.popleft() for _ in range(min(MAX_BATCH_RECORDS, len(queue)))]
+            batch = [queue.popleft() for _ in range(min(MAX_BATCH_RECORDS, len(queue)))]
+            self.taken += len(batch)
+            return batch
 
     def _run(self) -> None:
         fd = self._fd
@@ -180,7 +238,18 @@ class BatchQueue:
                         self.queue.clear()
                     self.cond.notify_all()
                 return
+            # Only this thread changes ``written`` and ``own``: the witness is computed without
+            # the lock (appends go on meanwhile) and published with the counts.
+            seq = self.first_seq + self.written
+            own = self.own.copy()
+            for line in batch:
+                if line.startswith(_COMPACTED):
+                    # A read-back starts at the last compaction: count from here.
+                    own = OwnRecords(seq)
+                own.add(line)
+                seq += 1
             with self._lock:
+                self.own = own
                 self.good_size += size
                 self.written += len(batch)
                 self.cond.notify_all()

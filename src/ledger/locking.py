@@ -28,6 +28,8 @@ __all__ = [
     "acquire",
     "register",
     "release",
+    "track",
+    "untrack",
     "writer_active",
 ]
 
@@ -43,6 +45,7 @@ class ForkedWriter(Protocol):
 
 
 _writers: weakref.WeakSet[ForkedWriter] = weakref.WeakSet()
+_fds: set[int] = set()
 _writers_lock = threading.Lock()
 
 
@@ -52,12 +55,29 @@ def register(writer: ForkedWriter) -> None:
         _writers.add(writer)
 
 
+def track(fd: int) -> None:
+    """Close ``fd`` in any child forked from now on, until :func:`untrack`: a rollout's
+    descriptor from the moment it is opened, before a writer owns it (ADR 0055)."""
+    with _writers_lock:
+        _fds.add(fd)
+
+
+def untrack(fd: int) -> None:
+    """Stop closing ``fd`` in forked children (its writer owns it now, or it is closed)."""
+    with _writers_lock:
+        _fds.discard(fd)
+
+
 def _after_fork_in_child() -> None:
     # Only this thread survives in the child; another thread of the parent may have held
-    # _writers_lock at the fork, so it is not taken here (the set is only read).
+    # _writers_lock at the fork, so it is not taken here (the sets are only read).
     global _writers_lock
     for writer in list(_writers):
         writer._forget_after_fork()
+    for fd in list(_fds):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _fds.clear()
     _writers_lock = threading.Lock()
 
 

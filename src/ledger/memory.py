@@ -11,12 +11,13 @@ in the same order as in memory.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import msgspec
 
 from ledger.messages import ContentPart, Message, Reasoning, Role, ToolCall
+from ledger.validation import InvalidFieldError
 
 __all__ = ["ConversationMemory", "MemoryWireError", "MessageSink"]
 
@@ -264,4 +265,11 @@ def _content(
 ) -> str | tuple[ContentPart, ...] | None:
     if content is None or isinstance(content, str):
         return content
+    if isinstance(content, bytes | bytearray | Mapping) or not isinstance(content, Iterable):
+        # Iterating these would hand over ints or keys, and the error would name neither.
+        raise InvalidFieldError(
+            "Message.content",
+            content,
+            "a str, a sequence of content parts (TextPart, MediaPart, OpaquePart) or None",
+        )
     return tuple(content)

@@ -253,7 +253,11 @@ def parse_rollout_filename(name: str) -> RolloutName:
     agent = m["agent"]
     agent_name = None if agent is None else validate_agent_name(agent)
     token = m["sid"]
-    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+    # Every name this library builds is ASCII (tokens escape the rest), so its length in
+    # characters is its length in bytes; a name that is not ASCII was not built here.
+    if not name.isascii():
+        raise RolloutNameError(f"{name!r} is not a rollout file name: it is not ASCII")
+    if len(name) > MAX_NAME_BYTES:
         raise RolloutNameError(f"{name!r} is longer than {MAX_NAME_BYTES} bytes")
     session_id: str | None
     if _CUT.fullmatch(token):

@@ -9,6 +9,7 @@ name always fits the file system's limit.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -194,6 +195,11 @@ def _write_sidecar(path: Path, data: bytes) -> Path:
         try:
             _write_all(fd, data)
             os.fsync(fd)
+        except BaseException:
+            # A sidecar that does not hold the whole tail is worse than none (a full disk).
+            with contextlib.suppress(OSError):
+                sidecar.unlink()
+            raise
         finally:
             os.close(fd)
         return sidecar

@@ -34,10 +34,11 @@ __all__ = [
     "check_text",
 ]
 
-MAX_RAW_DEPTH: Final = 256
-"""The deepest nesting of arrays and objects a verbatim (raw JSON) field may hold. The reader
-decodes records much deeper than any provider sends, but its limit depends on the interpreter's
-recursion limit; this one is far inside it wherever the reader runs."""
+MAX_RAW_DEPTH: Final = 64
+"""The deepest nesting of arrays and objects a verbatim (raw JSON) field may hold. Providers
+send far less; the reader's own limit depends on the interpreter's recursion limit and on how
+deep the stack already is where it runs (a stop() called from deep inside a framework), and this
+one leaves room for both."""
 
 _PROVIDER_HINT: Final = (
     "convert a provider's shapes with ledger.providers (openai_chat, openai_responses, "
@@ -251,7 +252,7 @@ def _check_bool(value: Any, where: str) -> bool:
 def _check_int(value: Any, where: str) -> int:
     if type(value) is not int:
         if isinstance(value, int) and not isinstance(value, bool):
-            return int(value)
+            return int.__int__(value)  # the value itself, whatever the subclass says it is
         raise InvalidFieldError(where, value, "an int")
     return value
 
@@ -334,11 +335,14 @@ class Checked(msgspec.StructMeta):
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - a metaclass method
         spec, required = _spec(cls)
-        if args:
-            for name, value in zip(cls.__struct_fields__, args, strict=False):
-                kwargs[name] = value
-            args = ()
         owner = cls.__name__
+        if args:
+            # Keyword-only (SPEC section 4): a positional value would silently meet a keyword for
+            # the same field, or fall off the end.
+            raise TypeError(
+                f"{owner}() takes keyword arguments only ({', '.join(f'{n}=...' for n in spec)}); "
+                f"got {len(args)} positional"
+            )
         for name, expected in required.items():
             if name not in kwargs:
                 raise InvalidFieldError(f"{owner}.{name}", MISSING, expected)
@@ -352,14 +356,47 @@ class Checked(msgspec.StructMeta):
         return super().__call__(**kwargs)
 
 
+_JSON_SCALARS: Final = (str, int, float, bool, type(None))
+
+
 def check_json_value(value: Any, where: str) -> None:
-    """Refuse what JSON cannot carry as given: NaN and infinities (they would become null)."""
-    stack: list[tuple[Any, str]] = [(value, where)]
+    """Refuse what JSON cannot carry back as given (ADR 0017): anything but dicts with ``str``
+    keys, lists, tuples, ``str``, ``int``, finite ``float``, ``bool`` and ``None``; NaN and
+    infinities (they would become ``null``); a value that contains itself; nesting deeper than
+    :data:`MAX_RAW_DEPTH`. Dict subclasses are read by their real items, as the encoder does."""
+    # Depth-first with the containers of the current path, so that a cycle is seen at once.
+    stack: list[tuple[Any, str, int, bool]] = [(value, where, 1, False)]
+    on_path: list[int] = []
     while stack:
-        item, path = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            raise InvalidFieldError(path, item, "a finite number (JSON has no NaN or infinity)")
-        if isinstance(item, Mapping):
-            stack.extend((v, f"{path}[{k!r}]") for k, v in item.items())
-        elif isinstance(item, list | tuple):
-            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
+        item, path, depth, leaving = stack.pop()
+        if leaving:
+            on_path.pop()
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                raise InvalidFieldError(path, item, "a finite number (JSON has no NaN or infinity)")
+            continue
+        if isinstance(item, _JSON_SCALARS):
+            if isinstance(item, str):
+                check_text(item, path)
+            continue
+        if not isinstance(item, dict | list | tuple):
+            raise InvalidFieldError(
+                path,
+                item,
+                "a JSON value (dict with str keys, list, str, int, float, bool or None)",
+                "convert it first (for example dataclasses.asdict, or a date's isoformat())",
+            )
+        if id(item) in on_path:
+            raise InvalidFieldError(path, item, "a JSON value without cycles", "it contains itself")
+        if depth > MAX_RAW_DEPTH:
+            raise InvalidFieldError(path, item, f"JSON nested at most {MAX_RAW_DEPTH} levels deep")
+        on_path.append(id(item))
+        stack.append((item, path, depth, True))
+        if isinstance(item, dict):
+            for k, v in dict.items(item):
+                if not isinstance(k, str):
+                    raise InvalidFieldError(f"{path} key", k, "a str key (JSON keys are text)")
+                stack.append((v, f"{path}[{k!r}]", depth + 1, False))
+        else:
+            stack.extend((v, f"{path}[{i}]", depth + 1, False) for i, v in enumerate(item))

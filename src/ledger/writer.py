@@ -25,11 +25,11 @@ import os
 import threading
 import uuid
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, Final, Self, TypeVar
 
 from ledger import locking
 from ledger.batching import MAX_BATCH_DELAY, MAX_BATCH_RECORDS, BatchQueue
@@ -71,7 +71,7 @@ from ledger.writer_errors import (
     WriterFailedError,
     durability_arg,
 )
-from ledger.writer_files import OwnRecords, new_rollout, read_back, taken_rollout
+from ledger.writer_files import new_rollout, read_back, session_rollout, taken_rollout
 
 __all__ = [
     "FILE_MODE",
@@ -127,17 +127,16 @@ class RolloutWriter:
         self._forked = False
         self._op_lock = threading.RLock()
         self._io_lock = threading.RLock()
-        self._next_seq = next_seq
         self._base_seq = next_seq - 1
         self._closed = False
         self._error_raised_on_close = False
         self._stopped: Terminal | None = None
         self._unstopped = not stopped
         self._stop_task: asyncio.Future[Terminal] | None = None
-        self._own = OwnRecords(next_seq)
         self._q = BatchQueue(
             fd,
             name=path.name,
+            next_seq=next_seq,
             size=size,
             fsync_each_batch=durability is Durability.BATCH,
             fail=self._describe_failure,
@@ -153,6 +152,7 @@ class RolloutWriter:
                 self._path,
             ) from exc
         locking.register(self)
+        locking.untrack(self._q._fd)  # the writer forgets its descriptor in a child from now on
         _live.add(self)
 
     # --- construction ---------------------------------------------------------------------
@@ -174,9 +174,17 @@ class RolloutWriter:
         an existing file is never overwritten. ``session_id`` defaults to a new UUID. The
         delegation coordinates come from :mod:`ledger.context`. In ``meta``, the keys
         ``model``, ``provider``, ``cwd`` and ``project`` (strings) fill the fields of the same
-        name; every other key goes, as JSON, into ``extra``.
+        name; every other key goes, as JSON, into ``extra``. A ``session_id`` that already has a
+        rollout in ``directory`` is refused (:class:`RolloutExistsError`): continue that session
+        with :meth:`open`.
         """
         durability = durability_arg(durability)
+        if not isinstance(directory, str | os.PathLike) or not os.fspath(directory):
+            raise ValueError(
+                f"directory {directory!r} names no directory: pass the directory that holds "
+                "the rollouts (`.` for the current one)"
+            )
+        chosen = session_id is not None
         if session_id is None:
             session_id = str(uuid.uuid4())
         fields, extra = split_meta(meta)
@@ -196,6 +204,14 @@ class RolloutWriter:
             **fields,
         )
         line = encode_line(record)
+        if chosen:
+            existing = session_rollout(Path(directory), session_id, agent_name)
+            if existing is not None:
+                raise RolloutExistsError(
+                    f"session {session_id!r} already has a rollout, {existing}: continue it with "
+                    "RolloutWriter.open(path), or pass another session_id (ADR 0055)",
+                    existing,
+                )
         with new_rollout(Path(directory), name, line, durability) as (path, fd):
             writer = cls(
                 path=path,
@@ -249,22 +265,40 @@ class RolloutWriter:
         meta: Mapping[str, Any] | None = None,
         durability: Durability | str = DEFAULT_DURABILITY,
     ) -> Self:
-        """:meth:`create` without blocking the event loop (the context's coordinates go along)."""
-        return await asyncio.to_thread(
-            cls.create,
-            directory,
-            session_id=session_id,
-            agent_name=agent_name,
-            meta=meta,
-            durability=durability,
+        """:meth:`create` without blocking the event loop (the context's coordinates go along).
+
+        Cancelled before it returns, it leaves nothing behind: the rollout it was making is
+        removed once made (nothing was recorded in it), and its lock released (ADR 0055).
+        """
+        task = asyncio.ensure_future(
+            asyncio.to_thread(
+                cls.create,
+                directory,
+                session_id=session_id,
+                agent_name=agent_name,
+                meta=meta,
+                durability=durability,
+            )
         )
+        return await _unless_cancelled(task, lambda w: w._discard())
 
     @classmethod
     async def aopen(
         cls, path: str | os.PathLike[str], *, durability: Durability | str = DEFAULT_DURABILITY
     ) -> Self:
-        """:meth:`open` without blocking the event loop."""
-        return await asyncio.to_thread(cls.open, path, durability=durability)
+        """:meth:`open` without blocking the event loop; cancelled before it returns, the writer
+        it was making is closed once made (nothing written), so the file is not left locked."""
+        task = asyncio.ensure_future(asyncio.to_thread(cls.open, path, durability=durability))
+        return await _unless_cancelled(task, lambda w: w.close())
+
+    def _discard(self) -> None:
+        # A writer made for a caller who is gone: nothing of the session was recorded.
+        with self._op_lock:
+            self._unstopped = False
+            self._close("")
+        with contextlib.suppress(OSError):
+            if self._q.first_seq == 2 and self._q.taken == 0:
+                self._path.unlink()
 
     # --- what a writer is ---------------------------------------------------------------------
 
@@ -296,8 +330,7 @@ class RolloutWriter:
     @property
     def next_seq(self) -> int:
         """The sequence number the next record will carry."""
-        with self._op_lock:
-            return self._next_seq
+        return self._q.next_seq()
 
     @property
     def closed(self) -> bool:
@@ -322,17 +355,16 @@ class RolloutWriter:
                 f"append() takes a ledger.Message, not {type(message).__name__}; convert a "
                 "provider's message with ledger.providers"
             )
+        self._guard("append")
         ts = _now()
         with self._op_lock:
             self._check_usable()
+            seq = self._q.next_seq()
             if message.reasoning:
-                lines = [
-                    encode_record(r)
-                    for r in message_records(message, first_seq=self._next_seq, ts=ts)
-                ]
+                lines = [encode_record(r) for r in message_records(message, first_seq=seq, ts=ts)]
             else:
                 # The common case, without the generator: one message, one record.
-                lines = [encode_record(MessageRecord(seq=self._next_seq, ts=ts, message=message))]
+                lines = [encode_record(MessageRecord(seq=seq, ts=ts, message=message))]
             self._enqueue(lines)
 
     def compacted(self, messages: Iterable[Message], summary: str | None = None) -> None:
@@ -342,16 +374,16 @@ class RolloutWriter:
             raise TypeError(
                 f"compacted(summary=...) takes a str or None, not {type(summary).__name__}"
             )
+        self._guard("compacted")
         with self._op_lock:
             self._check_usable()
-            record = Compacted(seq=self._next_seq, ts=_now(), messages=kept, summary=summary)
-            line = encode_record(record)
-            # A read-back starts at the last compaction: count this writer's records from here.
-            self._own = OwnRecords(self._next_seq)
-            self._enqueue([line])
+            seq = self._q.next_seq()
+            record = Compacted(seq=seq, ts=_now(), messages=kept, summary=summary)
+            self._enqueue([encode_record(record)])
 
     def _enqueue(self, lines: list[bytes]) -> None:
-        # Caller holds _op_lock, so sequence numbers and queue order agree.
+        # Caller holds _op_lock, so sequence numbers and queue order agree. The put is the one
+        # change of state, made in one step, so an interruption leaves all or nothing (ADR 0055).
         for line in lines:
             if len(line) > DEFAULT_MAX_LINE_BYTES:
                 raise ValueError(
@@ -359,11 +391,9 @@ class RolloutWriter:
                     f"-byte line limit of the reader, which would skip it; nothing was written "
                     "(shorten the content, or store large outputs elsewhere and refer to them)"
                 )
-        self._q.put(lines)
-        self._own.add(lines)
-        self._next_seq += len(lines)
         self._stopped = None
         self._unstopped = True
+        self._q.put(lines)
 
     # --- drain --------------------------------------------------------------------------------
 
@@ -374,6 +404,7 @@ class RolloutWriter:
         :class:`WriterFailedError` if the worker could not write, :class:`WriterClosedError`
         once the writer is closed (even when the close happens while the drain waits).
         """
+        self._guard("drain")
         with self._io_lock:
             self._check_usable()
             self._drain_locked()
@@ -391,7 +422,7 @@ class RolloutWriter:
             if os.fstat(fd).st_nlink == 0:
                 raise FileNotFoundError(2, "the file was removed while being written")
         except OSError as exc:
-            raise self._fail_now(exc) from exc
+            raise self._q.fail_now(exc) from exc
 
     # --- the terminal path --------------------------------------------------------------------
 
@@ -415,56 +446,58 @@ class RolloutWriter:
         if not isinstance(reason, str):
             raise TypeError(f"stop(reason=...) takes a str, not {type(reason).__name__}")
         detail = error_detail(error)
+        self._guard("stop")
         with self._op_lock:
-            self._check_usable()
-            with self._io_lock:
-                self._drain_locked()
-                try:
-                    assert self._fd is not None
-                    state, problem = read_back(self._fd, self._own, self._next_seq - 1)
-                except OSError as exc:
-                    raise WriterError(
-                        f"could not read back {self._path} to checkpoint it ({exc}); nothing "
-                        "was written for this stop: fix the cause and call stop() again",
-                        self._path,
-                    ) from exc
-                ts = _now()
-                if problem is None:
-                    terminal = Terminal(
-                        seq=self._next_seq + 1,
-                        ts=ts,
-                        stop_kind=kind.value,
-                        reason=reason,
-                        error=detail,
-                    )
-                    checkpoint = AgentCheckpoint(
-                        seq=self._next_seq,
-                        ts=ts,
-                        digest=checkpoint_digest(state.messages),
-                        message_count=len(state.messages),
-                    )
-                    lines = [encode_record(checkpoint), encode_record(terminal)]
-                else:
-                    terminal = Terminal(
-                        seq=self._next_seq,
-                        ts=ts,
-                        stop_kind=StopKind.FAILED.value,
-                        reason=f"no checkpoint: {problem} (asked to stop as {kind}: {reason})",
-                        error=ErrorDetail(type="ReadBackError", message=problem),
-                    )
-                    lines = [encode_record(terminal)]
-                self._enqueue(lines)
-                self._drain_locked()
-                self._stopped = terminal
-                self._unstopped = False
-            if problem is not None:
-                raise ReadBackError(
-                    f"{self._path}: {problem}; a failed terminal record was written instead of a "
-                    "checkpoint: the session is not resumable as-is (replay it to see the damage, "
-                    "or hand off)",
+            return self._stop(kind, reason, detail)
+
+    def _stop(self, kind: StopKind, reason: str, detail: ErrorDetail | None) -> Terminal:
+        # Caller holds _op_lock (stop, close, leaving the block, the exit hook).
+        self._check_usable()
+        with self._io_lock:
+            self._drain_locked()
+            seq = self._q.next_seq()
+            try:
+                assert self._fd is not None
+                state, problem = read_back(self._fd, self._q.own_records(), seq - 1)
+            except OSError as exc:
+                raise WriterError(
+                    f"could not read back {self._path} to checkpoint it ({exc}); nothing "
+                    "was written for this stop: fix the cause and call stop() again",
                     self._path,
+                ) from exc
+            ts = _now()
+            if problem is None:
+                terminal = Terminal(
+                    seq=seq + 1, ts=ts, stop_kind=kind.value, reason=reason, error=detail
                 )
-            return terminal
+                checkpoint = AgentCheckpoint(
+                    seq=seq,
+                    ts=ts,
+                    digest=checkpoint_digest(state.messages),
+                    message_count=len(state.messages),
+                )
+                lines = [encode_record(checkpoint), encode_record(terminal)]
+            else:
+                terminal = Terminal(
+                    seq=seq,
+                    ts=ts,
+                    stop_kind=StopKind.FAILED.value,
+                    reason=f"no checkpoint: {problem} (asked to stop as {kind}: {reason})",
+                    error=ErrorDetail(type="ReadBackError", message=problem),
+                )
+                lines = [encode_record(terminal)]
+            self._enqueue(lines)
+            self._stopped = terminal
+            self._unstopped = False
+            self._drain_locked()
+        if problem is not None:
+            raise ReadBackError(
+                f"{self._path}: {problem}; a failed terminal record was written instead of a "
+                "checkpoint: the session is not resumable as-is (replay it to see the damage, "
+                "or hand off)",
+                self._path,
+            )
+        return terminal
 
     # --- closing ------------------------------------------------------------------------------
 
@@ -479,28 +512,33 @@ class RolloutWriter:
         """
         if self._forked:
             return
+        self._guard("close")
         with self._op_lock:
-            if self._closed:
-                return
-            pending: BaseException | None = None
-            if self._unstopped and self._q.error is None:
-                try:
-                    self.stop(StopKind.CLOSED, reason="closed without stop()")
-                except WriterError as exc:
-                    pending = exc
-            with self._io_lock:
-                try:
-                    self._drain_locked()
-                except WriterError as exc:
-                    pending = pending or exc
-                self._q.join()
-                self._release()
-            _live.discard(self)
-            if (
-                isinstance(pending, WriterFailedError) and not self._error_raised_on_close
-            ) or isinstance(pending, ReadBackError):
-                self._error_raised_on_close = True
-                raise pending
+            self._close("closed without stop()")
+
+    def _close(self, why: str) -> None:
+        # Caller holds _op_lock.
+        if self._closed:
+            return
+        pending: BaseException | None = None
+        if self._unstopped and self._q.error is None:
+            try:
+                self._stop(StopKind.CLOSED, why, None)
+            except WriterError as exc:
+                pending = exc
+        with self._io_lock:
+            try:
+                self._drain_locked()
+            except WriterError as exc:
+                pending = pending or exc
+            self._q.join()
+            self._release()
+        _live.discard(self)
+        if (
+            isinstance(pending, WriterFailedError) and not self._error_raised_on_close
+        ) or isinstance(pending, ReadBackError):
+            self._error_raised_on_close = True
+            raise pending
 
     def _release(self) -> None:
         # Caller holds _io_lock.
@@ -552,17 +590,17 @@ class RolloutWriter:
             stopped = self._stopped is not None or not self._unstopped
             if exc is not None and not clean_exit(exc) and not stopped and not self._closed:
                 try:
-                    self.stop(exit_kind(exc), reason=exit_reason(exc), error=exc)
+                    self._stop(exit_kind(exc), exit_reason(exc), error_detail(exc))
                 except Exception as stop_exc:  # the block's own exception must win
                     log.error("could not record the stop point of %s: %s", self._path, stop_exc)
                     exc.add_note(
                         f"rollout {self._path}: the stop point was not written: {stop_exc}"
                     )
             if exc is None:
-                self.close()
+                self._close("closed without stop()")
                 return
             try:
-                self.close()
+                self._close("closed without stop()")
             except WriterError as close_exc:
                 exc.add_note(f"rollout {self._path}: closing failed: {close_exc}")
 
@@ -621,11 +659,15 @@ class RolloutWriter:
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
-        return f"<RolloutWriter {state} {self._path} next_seq={self._next_seq}>"
+        q = self._q  # no lock: a repr may be asked for while this thread holds it
+        return (
+            f"<RolloutWriter {state} {self._path} next_seq={q.first_seq + q.taken + len(q.queue)}>"
+        )
 
     # --- failures -----------------------------------------------------------------------------
 
-    def _check_usable(self) -> None:
+    def _guard(self, what: str) -> None:
+        """Refuse, before taking any lock, a call this writer cannot serve safely (ADR 0055)."""
         if self._forked:
             raise WriterError(
                 f"this writer of {self._path} belongs to process {self._pid}; a child forked "
@@ -633,20 +675,22 @@ class RolloutWriter:
                 "rollout of its own",
                 self._path,
             )
+        if self._op_lock._is_owned():  # type: ignore[attr-defined]
+            raise WriterError(
+                f"{what}() was called on the writer of {self._path} while this thread is inside "
+                "another call of the same writer (from a signal handler?). A handler must not "
+                "call the writer: let it raise (KeyboardInterrupt, or an exception of your own) "
+                "so that leaving the writer's `with` block records the stop point, or set a flag "
+                "that the agent's loop checks",
+                self._path,
+            )
+
+    def _check_usable(self) -> None:
         error = self._q.error
         if error is not None:
             raise error
         if self._closed:
             raise WriterClosedError(f"the writer of {self._path} is closed", self._path)
-
-    def _fail_now(self, exc: BaseException) -> BaseException:
-        q = self._q
-        with q.cond:
-            if q.error is None:
-                q.error = self._describe_failure(exc)
-                q.queue.clear()
-            q.cond.notify_all()
-            return q.error
 
     def _describe_failure(self, exc: BaseException) -> WriterFailedError:
         """The writer's error for a failed write; cut a partial line back so the file stays
@@ -672,6 +716,26 @@ class RolloutWriter:
         return error
 
 
+_W = TypeVar("_W", bound=RolloutWriter)
+
+
+async def _unless_cancelled(task: asyncio.Future[_W], undo: Callable[[_W], None]) -> _W:
+    """Await ``task``; if the caller is cancelled first, ``undo`` the writer it makes."""
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+
+        def later(done: asyncio.Future[_W]) -> None:
+            if not done.cancelled() and done.exception() is None:
+                try:
+                    undo(done.result())
+                except Exception as exc:  # nobody is left to tell but the log
+                    log.error("could not release a writer whose caller was cancelled: %s", exc)
+
+        task.add_done_callback(later)
+        raise
+
+
 # --- writers still open when the interpreter exits ----------------------------------------------
 
 _live: weakref.WeakSet[RolloutWriter] = weakref.WeakSet()
@@ -683,9 +747,7 @@ def _close_at_exit() -> None:
             continue
         try:
             with writer._op_lock:
-                if writer._unstopped and not writer._closed and writer._q.error is None:
-                    writer.stop(StopKind.CLOSED, reason="the process exited with the writer open")
-            writer.close()
+                writer._close("the process exited with the writer open")
         except Exception as exc:
             log.error("could not close %s at exit: %s", writer.path, exc)
 

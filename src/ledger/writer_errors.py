@@ -12,6 +12,7 @@ __all__ = [
     "Durability",
     "ReadBackError",
     "RolloutExistsError",
+    "RolloutFileError",
     "WriterBusyError",
     "WriterClosedError",
     "WriterError",
@@ -63,6 +64,21 @@ class WriterClosedError(WriterError):
 
 class RolloutExistsError(WriterError, FileExistsError):
     """A new rollout would overwrite an existing file; rollouts are never clobbered."""
+
+
+class RolloutFileError(WriterError, OSError):
+    """The system refused a file operation on a rollout (a full disk, a directory where a file
+    belongs, permissions); ``errno`` and ``strerror`` are the system's, the message names the
+    file and what was (not) left behind."""
+
+    def __init__(self, message: str, path: str | os.PathLike[str], cause: OSError) -> None:
+        super().__init__(message, path)
+        self.errno = cause.errno
+        self.strerror = cause.strerror
+        self.filename = os.fspath(path)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class ReadBackError(WriterError):

@@ -7,31 +7,69 @@ made is removed, a lock it took is released, a descriptor it opened is closed (A
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import io
 import logging
 import os
 import stat
-import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Final
 
 from ledger import locking
-from ledger.batching import writev_all
+from ledger.batching import OwnRecords, writev_all
 from ledger.codec import encode_record
 from ledger.damage import Degradation
+from ledger.naming import (
+    ROLLOUT_SUFFIX,
+    RolloutNameError,
+    parse_rollout_filename,
+    session_token,
+)
 from ledger.reader import CHUNK_BYTES, PreadFile, rebuild_stream
 from ledger.records import RECORD_TYPES, Record
 from ledger.reducer import Entry, ReplayState
 from ledger.tail import FILE_MODE, TailRepair, check_head, repair_tail
-from ledger.writer_errors import Durability, RolloutExistsError, WriterBusyError, WriterError
+from ledger.writer_errors import (
+    Durability,
+    RolloutExistsError,
+    RolloutFileError,
+    WriterBusyError,
+    WriterError,
+)
 
-__all__ = ["OwnRecords", "new_rollout", "read_back", "taken_rollout"]
+__all__ = ["new_rollout", "read_back", "session_rollout", "taken_rollout"]
 
 log = logging.getLogger("ledger.writer")
 
 _OWN_TYPES: Final = frozenset(RECORD_TYPES)
+
+
+def session_rollout(directory: Path, session_id: str, agent_name: str | None) -> Path | None:
+    """A rollout of ``session_id`` already in ``directory`` (its names only are read), if any.
+
+    Two files claiming one session id are damage (SPEC section 6), so ``create`` looks first; two
+    creates racing for one new id can still both pass, and the listing flags them.
+    """
+    token = session_token(session_id, agent_name)
+    marker = f"_{token}"
+    try:
+        entries = os.scandir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    with entries:
+        for entry in entries:
+            name = entry.name
+            if marker not in name or not name.endswith(ROLLOUT_SUFFIX):
+                continue
+            try:
+                parsed = parse_rollout_filename(name)
+            except RolloutNameError:
+                continue
+            if parsed.session_token == token or parsed.session_id == session_id:
+                return directory / name
+    return None
 
 
 @contextlib.contextmanager
@@ -40,9 +78,21 @@ def new_rollout(
 ) -> Iterator[tuple[Path, int]]:
     """Create ``directory/name`` exclusively, locked, holding ``first_line``; yield its absolute
     path and descriptor. If the block fails, the file is removed and released."""
-    if not os.fspath(directory):
-        raise ValueError("directory is empty: pass the directory that holds the rollouts")
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as exc:
+        raise RolloutFileError(
+            f"{directory} exists but is not a directory: pass the directory that holds the "
+            "rollouts",
+            directory,
+            exc,
+        ) from None
+    except OSError as exc:
+        raise RolloutFileError(
+            f"cannot make the directory {directory} ({exc.strerror or exc}); nothing was written",
+            directory,
+            exc,
+        ) from exc
     path = directory / name
     try:
         fd = os.open(
@@ -54,6 +104,15 @@ def new_rollout(
             "session_id or continue that session with RolloutWriter.open()",
             path,
         ) from None
+    except OSError as exc:
+        if exc.filename is not None:
+            raise  # the system's own error names the file (permission denied, ...)
+        raise RolloutFileError(
+            f"cannot create the rollout {path} ({exc.strerror or exc}); nothing was written",
+            path,
+            exc,
+        ) from exc
+    locking.track(fd)
     # Absolute from here on, so that a later chdir() cannot change what the path names.
     path = path.absolute()
     try:
@@ -63,13 +122,20 @@ def new_rollout(
             os.fsync(fd)
             _fsync_dir(directory)
         yield path, fd
-    except BaseException:
+    except BaseException as exc:
         # The file is ours (created exclusively) and holds no session yet: a half-made
         # rollout would only show up later as a damaged session.
         with contextlib.suppress(OSError):
             path.unlink()
         locking.release(fd)
+        locking.untrack(fd)
         os.close(fd)
+        if isinstance(exc, OSError) and not isinstance(exc, WriterError):
+            raise RolloutFileError(
+                f"cannot write the new rollout {path} ({exc.strerror or exc}); it was removed",
+                path,
+                exc,
+            ) from exc
         raise
 
 
@@ -87,6 +153,17 @@ def taken_rollout(
         raise WriterError(
             f"{path} does not exist: start a new rollout with RolloutWriter.create()", path
         ) from None
+    except IsADirectoryError as exc:
+        raise RolloutFileError(f"{path} is not a rollout: it is a directory", path, exc) from None
+    except OSError as exc:
+        if exc.filename is not None and exc.errno != errno.ENXIO:
+            raise  # the system's own error names the file (permission denied, ...)
+        raise RolloutFileError(
+            f"{path} cannot be opened as a rollout ({exc.strerror or exc}); nothing was changed",
+            path,
+            exc,
+        ) from exc
+    locking.track(fd)
     path = path.absolute()
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -112,43 +189,33 @@ def taken_rollout(
         with io.BufferedReader(PreadFile(fd), CHUNK_BYTES) as f:
             state = rebuild_stream(f, from_last_compaction=True)
         yield path, fd, state, repair
-    except BaseException:
+    except BaseException as exc:
         locking.release(fd)
+        locking.untrack(fd)
         os.close(fd)
+        if isinstance(exc, OSError) and not isinstance(exc, WriterError):
+            raise RolloutFileError(
+                f"cannot take up the rollout {path} ({exc.strerror or exc}); the file is as "
+                "it was, but for a repaired tail when the repair finished",
+                path,
+                exc,
+            ) from exc
         raise
 
 
-class OwnRecords:
-    """What a writer wrote since it opened the file, or since its own last compaction (which
-    is where a read-back starts): the first seq, how many records, their CRC-32 (ADR 0052)."""
-
-    __slots__ = ("count", "crc", "first")
-
-    def __init__(self, first: int) -> None:
-        self.first = first
-        self.count = 0
-        self.crc = 0
-
-    def add(self, lines: Sequence[bytes]) -> None:
-        crc = self.crc
-        for line in lines:
-            crc = zlib.crc32(line, crc)
-        self.crc = crc
-        self.count += len(lines)
-
-
-def read_back(fd: int, own: OwnRecords, last_seq: int) -> tuple[ReplayState, str | None]:
+def read_back(fd: int, own: tuple[int, int, int], last_seq: int) -> tuple[ReplayState, str | None]:
     """Rebuild the file through ``fd``, and say what is wrong if it is damaged, or does not end
-    at ``last_seq``, or does not give back the writer's own records as they were written."""
-    got = OwnRecords(own.first)
-    first = own.first
+    at ``last_seq``, or does not give back the writer's own records as they were written (``own``
+    is their first seq, count and CRC-32, :meth:`BatchQueue.own_records`)."""
+    first, want_count, want_crc = own
+    got = OwnRecords(first)
 
     def tap(entries: Sequence[Entry]) -> None:
         for entry in entries:
             if type(entry) in _OWN_TYPES:
                 record: Record = entry  # type: ignore[assignment]
                 if record.seq >= first:
-                    got.add((encode_record(record),))
+                    got.add(encode_record(record))
 
     with io.BufferedReader(PreadFile(fd), CHUNK_BYTES) as f:
         state = rebuild_stream(f, from_last_compaction=True, tap=tap)
@@ -160,9 +227,9 @@ def read_back(fd: int, own: OwnRecords, last_seq: int) -> tuple[ReplayState, str
             f"the file read back ends at seq {state.last_seq}, but this writer wrote up to "
             f"seq {last_seq}"
         )
-    if (got.count, got.crc) != (own.count, own.crc):
+    if (got.count, got.crc) != (want_count, want_crc):
         return state, (
-            f"the {own.count} record(s) this writer wrote from seq {first} did not come back "
+            f"the {want_count} record(s) this writer wrote from seq {first} did not come back "
             f"as written ({got.count} read back, content differs): a value was lost between "
             "encoding and decoding"
         )

@@ -64,6 +64,11 @@ def resume_eligibility(facts: StopFacts, *, meta: SessionMeta | None = None) -> 
     stop kind, taken as cancelled) is replayable. With ``meta``, a delegated child whose
     coordinates are missing is not replayable either.
     """
+    if not isinstance(facts, StopFacts):
+        raise TypeError(
+            f"resume_eligibility() takes the StopFacts of read_stop_facts(), not "
+            f"{type(facts).__name__}"
+        )
     decision = _classify(facts)
     if decision.replayable and child_without_coordinates(meta):
         return Eligibility(

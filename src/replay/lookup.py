@@ -100,7 +100,8 @@ def find_session(root: str | os.PathLike[str], session_id_or_prefix: str) -> Pat
         error = NotADirectoryError if base.exists() else FileNotFoundError
         raise error(f"root {base} {what}: give the directory that holds the rollouts")
     matches: dict[str, list[Path]] = {}
-    for path in sorted(iter_rollout_paths(base)):
+    unreadable: list[OSError] = []
+    for path in sorted(iter_rollout_paths(base, on_error=unreadable.append)):
         try:
             name = parse_rollout_filename(path.name)
         except RolloutNameError:
@@ -116,8 +117,16 @@ def find_session(root: str | os.PathLike[str], session_id_or_prefix: str) -> Pat
     # An exact id wins over longer ids it prefixes.
     chosen = {query: matches[query]} if query in matches else matches
     if not chosen:
+        blind = (
+            f"; {len(unreadable)} director{'y' if len(unreadable) == 1 else 'ies'} under it "
+            f"could not be read ({unreadable[0].filename}: {unreadable[0].strerror}), so it may "
+            "be there"
+            if unreadable
+            else ""
+        )
         raise SessionNotFoundError(
-            f"no session under {base} has an id starting with {query!r} (`rollout ls` lists them)",
+            f"no session under {base} has an id starting with {query!r} (`rollout ls` lists "
+            f"them){blind}",
             root=base,
             query=query,
         )

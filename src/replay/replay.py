@@ -102,7 +102,16 @@ class Replay:
         tokens = self._tokens
         if tokens is None:
             count = self.token_counter
-            tokens = sum(count(m) for m in self.messages)
+            tokens = 0
+            for i, m in enumerate(self.messages):
+                n = count(m)
+                if type(n) is not int or n < 0:
+                    # A NaN, a negative or a non-number would silently switch a budget off.
+                    raise (TypeError if not isinstance(n, int | float) else ValueError)(
+                        f"token_counter returned {n!r} for message {i}: it must return an int "
+                        "of 0 or more"
+                    )
+                tokens += n
             object.__setattr__(self, "_tokens", tokens)
         return tokens
 
@@ -165,16 +174,21 @@ def read_replay(
     check_budget("token_budget", token_budget)
     check_count("max_messages", max_messages)
     check_callable("token_counter", token_counter)
-    with open_rollout(path) as f:
-        stop = stop_facts_from_file(f, os.fstat(f.fileno()).st_size)
-        # Only the window after the last compaction is read (memory follows the window, not
-        # the file), unless the checkpoint to verify lies before that compaction or the tail
-        # scan could not tell where the last checkpoint is.
-        state = rebuild(
-            f,
-            from_last_compaction=not (whole_file or stop.exhausted),
-            checkpoint_seq=stop.checkpoint.seq if stop.checkpoint is not None else None,
-        )
+    try:
+        with open_rollout(path) as f:
+            stop = stop_facts_from_file(f, os.fstat(f.fileno()).st_size)
+            # Only the window after the last compaction is read (memory follows the window,
+            # not the file), unless the checkpoint to verify lies before that compaction or the
+            # tail scan could not tell where the last checkpoint is.
+            state = rebuild(
+                f,
+                from_last_compaction=not (whole_file or stop.exhausted),
+                checkpoint_seq=stop.checkpoint.seq if stop.checkpoint is not None else None,
+            )
+    except OSError as exc:
+        if exc.filename is None:  # a read or seek error names no file by itself
+            exc.filename = os.fspath(path)
+        raise
     return replay_from_state(
         state,
         Path(path),

@@ -13,7 +13,7 @@ import errno
 import os
 import stat
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -38,7 +38,9 @@ from replay.stop import StopFacts, stop_facts_from_bytes, stop_facts_from_fd
 __all__ = [
     "SessionEntry",
     "SessionFlag",
+    "WalkError",
     "iter_rollout_paths",
+    "raise_walk_error",
     "list_sessions",
     "read_session_entry",
 ]
@@ -88,21 +90,44 @@ class SessionEntry:
         return self.parent_session_id is not None or self.delegation_id is not None
 
 
-def iter_rollout_paths(root: str | os.PathLike[str], *, ordered: bool = False) -> Iterator[Path]:
+WalkError = Callable[[OSError], None]
+"""What to do with a directory the walk cannot read: called with the error (its ``filename``
+names the directory); raising from it stops the walk."""
+
+
+def raise_walk_error(error: OSError) -> None:
+    """The default of every walk: a directory that cannot be read is an error, never a silent
+    hole in the listing (its sessions would look absent)."""
+    raise error
+
+
+def iter_rollout_paths(
+    root: str | os.PathLike[str], *, ordered: bool = False, on_error: WalkError | None = None
+) -> Iterator[Path]:
     """Every ``*.jsonl`` file under ``root``, recursively, skipping hidden directories.
 
     Symlinked directories are not followed, and a symlinked file is yielded only when its
     target lies inside ``root``: a link planted in the root never makes the listing read a
     file elsewhere. With ``ordered``, each directory's files come by name, then its
-    subdirectories by name (memory follows the largest directory, not the tree).
+    subdirectories by name (memory follows the largest directory, not the tree). A missing
+    root yields nothing, and so does a directory that vanished during the walk; any other
+    directory that cannot be read goes to ``on_error`` (by default: raised), so that its
+    sessions never just look absent.
     """
-    stack = [os.fspath(root)]
+    report = on_error or raise_walk_error
+    top = os.fspath(root)
+    stack = [top]
     real_root: str | None = None
     while stack:
         d = stack.pop()
         try:
             it = os.scandir(d)
-        except OSError:
+        except FileNotFoundError:
+            continue  # the root does not exist, or a directory went away under the walk
+        except OSError as exc:
+            if exc.filename is None:
+                exc.filename = d
+            report(exc)
             continue
         subdirs: list[str] = []
         with it:
@@ -130,16 +155,20 @@ def _name(e: os.DirEntry[str]) -> str:
     return e.name
 
 
-def list_sessions(root: str | os.PathLike[str]) -> tuple[SessionEntry, ...]:
+def list_sessions(
+    root: str | os.PathLike[str], *, on_error: WalkError | None = None
+) -> tuple[SessionEntry, ...]:
     """One entry per rollout under ``root`` (recursively), oldest first.
 
     A missing root lists nothing; a root that is not a directory raises
-    ``NotADirectoryError``. A file that is not a regular file (replaced by a FIFO while
-    listing) is listed, flagged :attr:`SessionFlag.UNREADABLE`, never waited on. Two files
-    claiming one session id are both flagged :attr:`SessionFlag.DUPLICATE_SESSION_ID`.
+    ``NotADirectoryError``. A directory under it that cannot be read is raised as an
+    ``OSError`` naming it, unless ``on_error`` takes it (and the listing goes on without it).
+    A file that is not a regular file (replaced by a FIFO while listing) is listed, flagged
+    :attr:`SessionFlag.UNREADABLE`, never waited on. Two files claiming one session id are
+    both flagged :attr:`SessionFlag.DUPLICATE_SESSION_ID`.
     """
     _check_root(root)
-    entries = [_session_entry(p, strict=False) for p in iter_rollout_paths(root)]
+    entries = [_session_entry(p, strict=False) for p in iter_rollout_paths(root, on_error=on_error)]
     counts = Counter(e.session_id for e in entries if e.session_id is not None)
     dupes = {sid for sid, n in counts.items() if n > 1}
     if dupes:

@@ -137,7 +137,7 @@ def wait_failed(writer: RolloutWriter, timeout: float = 10.0) -> BaseException:
     writer's error without raising it (a drain would be an entry point of its own)."""
     q = writer._q
     with q.cond:
-        q.flush_wanted = q.enqueued
+        q.flush_wanted = q.taken + len(q.queue)
         q.cond.notify_all()
         if not q.cond.wait_for(lambda: q.error is not None, timeout):
             raise TimeoutError(f"no write of {writer.path} failed within {timeout} s")

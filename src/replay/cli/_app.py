@@ -42,6 +42,7 @@ _DEBUG_ENV: Final = "ROLLOUT_DEBUG"
 _PIPE_WIDTH: Final = 160
 _ROOT_KEY: Final = "rollout.root"
 _JSON_KEY: Final = "rollout.json"
+_WALK_FAILED_KEY: Final = "rollout.walk_failed"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -55,12 +56,37 @@ def _fail(prog: str, message: str, code: int) -> int:
     return code
 
 
-class RolloutCommand(click.Command):
-    """A subcommand that knows whether it has JSON output (the global ``--json`` needs one)."""
+class _ReaderGone(Exception):  # noqa: N818 - a signal between two methods, not an error
+    """Standard output's reader went away (a closed pipe); not an OSError, so that click's own
+    handling of EPIPE (exit status 1) never sees it."""
 
-    def __init__(self, *args: Any, json_output: bool = False, **kwargs: Any) -> None:
+
+class RolloutCommand(click.Command):
+    """A subcommand that knows whether it has JSON output (the global ``--json`` needs one),
+    and what status a directory it could not read under the root ends it with."""
+
+    def __init__(
+        self, *args: Any, json_output: bool = False, walk_error_status: int = 1, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.json_output = json_output
+        self.walk_error_status = walk_error_status
+
+    def invoke(self, ctx: click.Context) -> Any:
+        status: int | None = None
+        try:
+            rv = super().invoke(ctx)
+        except BrokenPipeError as exc:
+            raise _ReaderGone from exc
+        except click.exceptions.Exit as exc:
+            status = exc.exit_code
+            rv = None
+        if ctx.meta.get(_WALK_FAILED_KEY):
+            # Sessions were left out of what was printed: never a success status.
+            raise click.exceptions.Exit(max(status or 0, self.walk_error_status))
+        if status is not None:
+            raise click.exceptions.Exit(status)
+        return rv
 
 
 class _RolloutGroup(click.Group):
@@ -109,7 +135,7 @@ class _RolloutGroup(click.Group):
         except click.Abort:
             click.echo(f"{prog}: interrupted", err=True)
             return 130
-        except BrokenPipeError:
+        except (BrokenPipeError, _ReaderGone):
             # `rollout ls | head -1`: the reader has what it wanted; say nothing, as cat does.
             _silence_stdout()
             return EXIT_OK
@@ -202,6 +228,24 @@ class State:
     def target(self, arg: str) -> Path:
         """The file a PATH|SESSION_ID argument names."""
         return resolve_target(self.root, arg)
+
+    def walk_error(self, error: OSError) -> None:
+        """A directory under the root could not be read: say so on stderr, go on, and make the
+        command end with a failure status (its sessions are missing from what it printed)."""
+        self._meta[_WALK_FAILED_KEY] = True
+        where = error.filename if error.filename is not None else "?"
+        click.echo(
+            terminal_safe(
+                f"rollout: warning: cannot read the directory {os.fsdecode(where)} "
+                f"({error.strerror or error}): its sessions are left out"
+            ),
+            err=True,
+        )
+
+    @property
+    def walk_failed(self) -> bool:
+        """Whether :meth:`walk_error` was called."""
+        return bool(self._meta.get(_WALK_FAILED_KEY))
 
 
 def state() -> State:

@@ -77,5 +77,35 @@ def messages_json(messages: tuple[Message, ...]) -> list[msgspec.Raw]:
 
 
 def dump(document: dict[str, Any]) -> str:
-    """The document as one line of JSON (keys sorted), with the version key added."""
-    return json_safe(_encoder.encode({"rollout_json": JSON_VERSION, **document}).decode())
+    """The document as one line of JSON (keys sorted), with the version key added.
+
+    Text that UTF-8 cannot carry (a file name's undecodable bytes, kept by Python as lone
+    surrogates) is written with its bytes as ``\\xNN`` rather than failing the whole output.
+    """
+    whole = {"rollout_json": JSON_VERSION, **document}
+    try:
+        data = _encoder.encode(whole)
+    except UnicodeEncodeError:
+        data = _encoder.encode(_unicode_only(whole))
+    return json_safe(data.decode())
+
+
+def _unicode_only(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode(
+                "utf-8", "surrogateescape" if _escaped(value) else "backslashreplace"
+            ).decode("utf-8", "backslashreplace")
+        return value
+    if isinstance(value, dict):
+        return {_unicode_only(k): _unicode_only(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_unicode_only(v) for v in value]
+    return value
+
+
+def _escaped(text: str) -> bool:
+    # Undecodable bytes of a file name come back as U+DC80..U+DCFF only (surrogateescape).
+    return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in text)

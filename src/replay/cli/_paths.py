@@ -85,8 +85,14 @@ def rollout_files(root: Path) -> Iterator[Path]:
 
 
 def path_json(path: Path) -> str:
-    """A path as ``--json`` output gives it everywhere: absolute, symlinks not resolved."""
-    return os.path.abspath(path)
+    """A path as ``--json`` output gives it everywhere: absolute, symlinks not resolved; bytes
+    of a name that are not UTF-8 are shown as ``\\xNN`` (JSON text must be Unicode)."""
+    text = os.path.abspath(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(text).decode("utf-8", "backslashreplace")
+    return text
 
 
 _PATH_STARTS: Final = ("/", "./", "../", "~")
@@ -113,10 +119,20 @@ def resolve_target(root: Path, arg: str) -> Path:
     if not arg:
         raise CliError("an empty argument names no session: give a session id prefix or a path")
     if looks_like_path(arg):
-        path = Path(arg).expanduser()
-        if not os.path.lexists(path):
-            raise CliError(f"{arg}: no such file")
-        return path
+        try:
+            path = Path(arg).expanduser()
+        except RuntimeError:  # `~name` for a user that does not exist: not a path, then
+            path = None
+        if path is not None and os.path.lexists(path):
+            return path
+        # A framework's key may look like a path (`chat.jsonl`, `~bob`, `/abs`): as no such
+        # file exists, it may still name a session under the root.
+        try:
+            return find_session(existing_root(root), arg)
+        except (SessionLookupError, CliError, OSError):
+            raise CliError(
+                f"{arg}: no such file, and no session under {root} has that id"
+            ) from None
     try:
         return find_session(existing_root(root), arg)
     except SessionLookupError as exc:

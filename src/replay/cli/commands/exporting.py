@@ -8,6 +8,11 @@ from pathlib import Path
 
 import click
 
+from ledger.codec import RecordDecodeError, decode_record
+from ledger.locking import writer_active
+from ledger.records import SessionMeta
+from ledger.tail import HEAD_LIMIT
+from replay._files import open_rollout
 from replay.cli._app import state, subcommand
 from replay.cli._errors import CliError
 from replay.export import ExportFormat, export, export_filename
@@ -47,13 +52,19 @@ def export_cmd(session: str, fmt: str, output: str | None) -> None:
     children: tuple[SessionEntry, ...] = ()
     if rep.session_id is not None and opts.root.is_dir():
         sid = rep.session_id
-        children = tuple(e for e in list_sessions(opts.root) if e.parent_session_id == sid)
+        listed = list_sessions(opts.root, on_error=opts.walk_error)
+        children = tuple(e for e in listed if e.parent_session_id == sid)
     text = export(rep, fmt, sessions=children)
     if output == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
         return
     target = Path(output) if output else Path(export_filename(rep.session_id or path.stem, fmt))
+    if _is_a_rollout(target, path):
+        raise CliError(
+            f"{target} is a rollout (a session's only source of truth): an export is never "
+            "written over one; pass -o with another file"
+        )
     try:
         # Never clobber silently what the user did not name.
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | (0 if output else os.O_EXCL)
@@ -63,3 +74,18 @@ def export_cmd(session: str, fmt: str, output: str | None) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
     click.echo(f"wrote {target}")
+
+
+def _is_a_rollout(target: Path, source: Path) -> bool:
+    """Whether ``target`` is the session's own file, a file a writer holds, or any file whose
+    first line is a ``session_meta``."""
+    if not os.path.lexists(target):
+        return False
+    try:
+        if os.path.samefile(target, source) or writer_active(target):
+            return True
+        with open_rollout(target) as f:
+            head = f.readline(HEAD_LIMIT + 1)
+        return isinstance(decode_record(head), SessionMeta)
+    except (OSError, RecordDecodeError):
+        return False

@@ -159,7 +159,7 @@ def search_file(path: Path, query: _Query) -> Iterator[Hit]:
 
 def _walk(root: Path, sessions: tuple[str, ...]) -> Iterator[Path]:
     if not sessions:
-        yield from iter_rollout_paths(root, ordered=True)
+        yield from iter_rollout_paths(root, ordered=True, on_error=state().walk_error)
         return
     opts = state()
     seen: set[Path] = set()
@@ -206,7 +206,12 @@ def _warn(out: Console, path: Path, exc: OSError) -> None:
     out.print(Text(f"rollout grep: error: {path}: {exc.strerror or exc}; skipped"))
 
 
-@subcommand("grep", json_output=True, short_help="Search message text and tool calls.")
+@subcommand(
+    "grep",
+    json_output=True,
+    walk_error_status=EXIT_TROUBLE,
+    short_help="Search message text and tool calls.",
+)
 @click.argument("pattern")
 @click.option(
     "--role",

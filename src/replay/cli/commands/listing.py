@@ -65,7 +65,7 @@ def ls_cmd(agent: str | None, resumable: bool, since: str | None) -> None:
     opts = state()
     threshold = parse_since(since) if since is not None else None
     root = opts.existing_root()
-    entries = newest_first(list_sessions(root))
+    entries = newest_first(list_sessions(root, on_error=opts.walk_error))
     if agent is not None:
         entries = [e for e in entries if e.agent_name == agent]
     if resumable:
@@ -129,7 +129,7 @@ def tree_cmd(session: str | None) -> None:
     opts = state()
     root = opts.existing_root()
     focus = opts.target(session).resolve() if session is not None else None
-    tree = session_tree(newest_first(list_sessions(root))[::-1])
+    tree = session_tree(newest_first(list_sessions(root, on_error=opts.walk_error))[::-1])
     roots, detached = list(tree.roots), list(tree.detached)
     if focus is not None:
         roots = [n for n in roots if _contains(n, focus)]

@@ -124,7 +124,7 @@ def verify(paths: tuple[str, ...], all_: bool, strict: bool) -> None:
         raise click.UsageError("give at least one PATH or SESSION_ID, or --all")
     duplicates: dict[Path, str] = {}
     if all_:
-        entries = list_sessions(opts.existing_root())
+        entries = list_sessions(opts.existing_root(), on_error=opts.walk_error)
         files = sorted(e.path for e in entries)
         for e in entries:
             if SessionFlag.DUPLICATE_SESSION_ID in e.flags:
