@@ -41,6 +41,8 @@ __all__ = ["EPOCH", "Compaction", "Op", "Plan", "RootIndex", "merge_extra", "wri
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 """The time descriptions are built with; the writer stamps its own (``note``)."""
 
+_SAME = "imported before with the same bytes: nothing written"
+_HELD = "its rollout already holds everything this source holds: nothing written"
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 
@@ -110,16 +112,19 @@ class Written:
     status: str
     path: Path | None
     session_id: str
+    note: str = ""
 
 
 def write_plan(plan: Plan, index: RootIndex, *, dry_run: bool) -> Written:
     """Write ``plan`` as a rollout under the index's root, or say why nothing was needed."""
     existing = index.paths.get(plan.session_id)
     if existing is not None:
-        imported, ops = _read_existing(existing)
-        if imported.get("sha256") == plan.provenance["sha256"]:
-            return Written("unchanged", existing, plan.session_id)
-        if imported and _is_prefix(ops, plan.ops):
+        shas, ops = _read_existing(existing)
+        if plan.provenance["sha256"] in shas:
+            return Written("unchanged", existing, plan.session_id, _SAME)
+        if _is_prefix(list(plan.ops), tuple(ops)):
+            return Written("unchanged", existing, plan.session_id, _HELD)
+        if shas and _is_prefix(ops, plan.ops):
             if not dry_run:
                 with RolloutWriter.open(existing) as w:
                     _write_ops(w, plan.ops[len(ops) :])
@@ -128,7 +133,7 @@ def write_plan(plan: Plan, index: RootIndex, *, dry_run: bool) -> Written:
             return Written("appended", existing, plan.session_id)
         sid = f"{plan.session_id}~{plan.provenance['sha256'][:12]}"
         if sid in index.paths:
-            return Written("unchanged", index.paths[sid], sid)
+            return Written("unchanged", index.paths[sid], sid, _SAME)
         return _create(attrs.evolve(plan, session_id=sid), index, dry_run, "reimported")
     return _create(plan, index, dry_run, "imported")
 
@@ -174,16 +179,16 @@ def _raw(value: Any) -> msgspec.Raw:
     return msgspec.Raw(_encode(value))
 
 
-def _read_existing(path: Path) -> tuple[dict[str, Any], list[Op]]:
-    """The latest import provenance of a rollout, and the operations it holds."""
-    provenance: dict[str, Any] = {}
+def _read_existing(path: Path) -> tuple[set[str], list[Op]]:
+    """The sha256 of every source state imported into a rollout, and its operations."""
+    shas: set[str] = set()
     ops: list[Op] = []
     pending: list[Reasoning] = []
     for _, entry in iter_file_entries(path):
         if isinstance(entry, SessionMeta | MetaUpdate) and entry.extra is not msgspec.UNSET:
             held = _decode(bytes(entry.extra))
             if isinstance(held, dict) and isinstance(held.get("import"), dict):
-                provenance = held["import"]
+                shas.add(str(held["import"].get("sha256")))
                 if isinstance(entry, MetaUpdate):
                     continue
         if isinstance(entry, ReasoningRecord):
@@ -198,7 +203,7 @@ def _read_existing(path: Path) -> tuple[dict[str, Any], list[Op]]:
             ops.append(Compaction(entry.messages, entry.summary, entry.extra))
         elif isinstance(entry, DESCRIPTION_TYPES):
             ops.append(msgspec.structs.replace(entry, seq=0, ts=EPOCH))
-    return provenance, ops
+    return shas, ops
 
 
 def _is_prefix(old: list[Op], new: tuple[Op, ...]) -> bool:

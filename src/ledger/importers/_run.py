@@ -100,8 +100,8 @@ def report(
     if status is None:
         order = ("reimported", "appended", "imported", "unchanged")
         status = next((s for s in order if s in statuses), "imported")
-    if status == "unchanged" and not note:
-        note = "imported before with the same bytes: nothing written"
+    if not note:
+        note = "; ".join(dict.fromkeys(w.note for w in written if w.note))
     paths = tuple(str(w.path) for w in written if w.path is not None and w.status != "unchanged")
     return FileReport(
         source=str(src.path),
