@@ -11,7 +11,14 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from ledger import Compacted, DegradationKind, Reasoning, SessionMeta, decode_record
+from ledger import (
+    Compacted,
+    DegradationKind,
+    Reasoning,
+    ReasoningRecord,
+    SessionMeta,
+    decode_record,
+)
 from ledger.importers import ImportReport, claude_code, codex
 from replay import read_replay
 
@@ -102,7 +109,8 @@ def _ledger_payloads(root: Path) -> set[str]:
         blocks: list[Reasoning] = []
         for line in p.read_bytes().splitlines():
             r = decode_record(line)
-            blocks.extend(getattr(r, "reasoning", None) and [r.reasoning] or [])  # type: ignore[union-attr]
+            if isinstance(r, ReasoningRecord):
+                blocks.append(r.reasoning)
             if isinstance(r, Compacted):
                 blocks.extend(b for m in r.messages for b in m.reasoning)
         out.update(x for b in blocks for x in (b.signature, b.encrypted, b.placeholder) if x)
