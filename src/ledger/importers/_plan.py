@@ -34,7 +34,7 @@ from ledger.records import (
     SessionMeta,
     StopKind,
 )
-from ledger.writer import RolloutWriter
+from ledger.writer import Durability, RolloutWriter
 
 __all__ = ["EPOCH", "Compaction", "Op", "Plan", "RootIndex", "merge_extra", "write_plan"]
 
@@ -126,7 +126,7 @@ def write_plan(plan: Plan, index: RootIndex, *, dry_run: bool) -> Written:
             return Written("unchanged", existing, plan.session_id, _HELD)
         if shas and _is_prefix(ops, plan.ops):
             if not dry_run:
-                with RolloutWriter.open(existing) as w:
+                with RolloutWriter.open(existing, durability=Durability.OS) as w:
                     _write_ops(w, plan.ops[len(ops) :])
                     w.note(MetaUpdate(seq=0, ts=EPOCH, extra=_raw({"import": plan.provenance})))
                     w.stop(plan.stop, plan.reason)
@@ -143,10 +143,16 @@ def _create(plan: Plan, index: RootIndex, dry_run: bool, status: str) -> Written
         return Written(status, None, plan.session_id)
     index.root.mkdir(parents=True, exist_ok=True)
     meta = {**plan.meta, "import": plan.provenance}
+    # An import can be run again (ADR 0128): it hands its writes to the system and does not
+    # wait for the disk, which would cost more than the whole conversion.
     with (
         _coordinates(plan),
         RolloutWriter.create(
-            index.root, session_id=plan.session_id, agent_name=plan.agent_name, meta=meta
+            index.root,
+            session_id=plan.session_id,
+            agent_name=plan.agent_name,
+            meta=meta,
+            durability=Durability.OS,
         ) as w,
     ):
         _write_ops(w, plan.ops)
