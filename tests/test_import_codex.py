@@ -247,3 +247,32 @@ def test_a_real_rollout_keeps_its_aborts_and_exit_codes(tmp_path: Path) -> None:
     assert replay.terminal.stop_kind == "paused"
     assert "Codex 0.40.0" in replay.terminal.reason
     assert any(m.is_error for m in replay.messages if m.role == Role.TOOL)
+
+
+def test_is_error_prefers_the_commands_exit_code(tmp_path: Path) -> None:
+    """A call's exec_command_end exit code decides is_error before anything in the output's
+    text, and the source of the decision is kept; reasoning without an id stays without one."""
+    call = {"type": "function_call", "call_id": "c9", "name": "shell", "arguments": "{}"}
+    out = {"type": "function_call_output", "call_id": "c9", "output": "Exit code: 0\nok?"}
+    src = write(
+        tmp_path / "r.jsonl",
+        [
+            env("session_meta", {**META, "cli_version": "0.77.0"}),
+            env("response_item", ITEMS[0]),
+            env(
+                "response_item", {"type": "reasoning", "summary": [], "encrypted_content": "gAAAAB"}
+            ),
+            env("response_item", call),
+            env("response_item", out),
+            env("event_msg", {"type": "exec_command_end", "call_id": "c9", "exit_code": 2}),
+        ],
+    )
+    (f,) = codex.import_sessions(src, tmp_path / "root").files
+    messages = read_replay(f.rollouts[0]).messages
+    tool = messages[-1]
+    assert tool.is_error
+    assert msgspec.json.decode(bytes(tool.extra))["codex"] == {
+        "is_error_from": "exec_command_end.exit_code"
+    }
+    (block,) = messages[-2].reasoning
+    assert (block.item_id, block.encrypted) == (None, "gAAAAB")

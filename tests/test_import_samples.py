@@ -177,3 +177,24 @@ def test_a_rewritten_source_gets_a_new_rollout(tmp_path: Path) -> None:
     assert again.rollouts != first.rollouts
     assert Path(first.rollouts[0]).read_bytes() == before
     assert read_replay(again.rollouts[0]).verified
+
+
+def test_children_carry_their_coordinates(
+    imported: dict[str, tuple[ImportReport, Path]],
+) -> None:
+    """The 2.1.7 subagent is a child of its session through the Task call that started it;
+    the 2.0.76 warm-up agent and the prompt-suggestion agents are children without a
+    delegation id (no coordinates: not replayable as-is)."""
+    _, root = imported["claude-code"]
+    heads = [decode_record(p.read_bytes().split(b"\n", 1)[0]) for p in root.glob("*.jsonl")]
+    children = {
+        h.session_id: h for h in heads if isinstance(h, SessionMeta) and h.parent_session_id
+    }
+    task = children["e9fb405b-169f-40eb-9396-7e75076f045d-a485154"]
+    assert task.parent_session_id == "e9fb405b-169f-40eb-9396-7e75076f045d"
+    assert task.delegation_id == "toolu_bdrk_019PUUtqzQg8U5ogfuyQ7yLV"
+    assert task.agent_name == "solution-architect"
+    others = [h for sid, h in children.items() if sid != task.session_id]
+    assert len(others) == 6
+    assert all(h.delegation_id is None for h in others)
+    assert sum(h.agent_name == "prompt_suggestion" for h in others) == 5
