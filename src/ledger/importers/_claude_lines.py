@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from ledger.importers._claude_path import blocks, leaf, message, path
 from ledger.importers._plan import EPOCH, Compaction, Op, merge_extra
 from ledger.importers._report import Disposition, Tally
 from ledger.messages import Message, Reasoning, Role
@@ -66,13 +67,13 @@ def convert_lines(
 ) -> list[Op]:
     """The operations of the lines ``numbers`` (1-based) of one conversation, in order."""
     lines = [(n, values[n - 1]) for n in numbers]
-    leaf = _leaf(lines)
-    kept = _path(lines, leaf)
+    last = leaf(lines)
+    kept = path(lines, last)
     calls: dict[str, str] = {}
     groups: dict[str, list[int]] = {}
     for n, o in lines:
         if o.get("type") == "assistant":
-            mid = _message(o).get("id")
+            mid = message(o).get("id")
             if isinstance(mid, str):
                 groups.setdefault(mid, []).append(n)
     ops: list[Op] = []
@@ -90,7 +91,7 @@ def convert_lines(
         if t in ("user", "assistant") and n not in kept:
             tally.mark(n, D.BRANCH, "not on the path to the session's last message")
         elif t == "assistant":
-            mid = _message(o).get("id")
+            mid = message(o).get("id")
             if isinstance(mid, str) and mid in done:
                 continue  # merged into the message of its first line
             members = groups.get(mid, [n]) if isinstance(mid, str) else [n]
@@ -123,53 +124,6 @@ def convert_lines(
         facts = {k: boundary.get(k) for k in ("compactMetadata", "logicalParentUuid")}
         ops.append(Compaction((), None, _raw({KEY: facts})))
     return ops
-
-
-def _message(o: dict[str, Any]) -> dict[str, Any]:
-    m = o.get("message")
-    return m if isinstance(m, dict) else {}
-
-
-def _leaf(lines: list[tuple[int, Any]]) -> str | None:
-    uuids = {o.get("uuid") for _, o in lines}
-    for _, o in reversed(lines):
-        if o.get("type") == "last-prompt" and o.get("leafUuid") in uuids:
-            return str(o["leafUuid"])
-    for _, o in reversed(lines):
-        if o.get("type") in ("user", "assistant") and isinstance(o.get("uuid"), str):
-            return str(o["uuid"])
-    return None
-
-
-def _path(lines: list[tuple[int, Any]], leaf: str | None) -> set[int]:
-    """Line numbers of the conversation lines on the path to ``leaf``, with the results of
-    calls on it and the other block lines of responses on it."""
-    by_uuid = {o.get("uuid"): (n, o) for n, o in lines if isinstance(o.get("uuid"), str)}
-    on: set[int] = set()
-    seen: set[str] = set()
-    u = leaf
-    while isinstance(u, str) and u in by_uuid and u not in seen:
-        seen.add(u)
-        n, o = by_uuid[u]
-        on.add(n)
-        u = o.get("parentUuid") or o.get("logicalParentUuid")
-    ids = {_message(o).get("id") for n, o in lines if n in on and o.get("type") == "assistant"}
-    calls: set[str] = set()
-    for n, o in lines:
-        if o.get("type") == "assistant" and _message(o).get("id") in ids:
-            on.add(n)
-            calls.update(str(b.get("id")) for b in _blocks(o) if b.get("type") == "tool_use")
-    for n, o in lines:
-        if o.get("type") == "user" and any(
-            b.get("type") == "tool_result" and b.get("tool_use_id") in calls for b in _blocks(o)
-        ):
-            on.add(n)
-    return on
-
-
-def _blocks(o: dict[str, Any]) -> list[dict[str, Any]]:
-    c = _message(o).get("content")
-    return [b for b in c if isinstance(b, dict)] if isinstance(c, list) else []
 
 
 def _facts(o: dict[str, Any], s: ClaudeSession) -> None:
@@ -212,16 +166,16 @@ def _assistant(
 ) -> list[Op]:
     first = values[members[0] - 1]
     last = values[members[-1] - 1]
-    msg = dict(_message(last))
+    msg = dict(message(last))
     if first.get("isApiErrorMessage") or msg.get("model") == "<synthetic>":
-        text = "".join(b.get("text", "") for b in _blocks(first) if b.get("type") == "text")
+        text = "".join(b.get("text", "") for b in blocks(first) if b.get("type") == "text")
         for n in members:
             tally.mark(n, D.IMPORTED, "event")
         s.tail = f"the last request failed ({first.get('error') or 'api error'})"
         return [_api_error(first, str(first.get("error") or "api_error"), text)]
     content: list[Any] = []
     for n in members:
-        c = _message(values[n - 1]).get("content")
+        c = message(values[n - 1]).get("content")
         content.extend(c if isinstance(c, list) else [{"type": "text", "text": c}])
     msg["content"] = content
     msg.setdefault("role", "assistant")
@@ -243,7 +197,7 @@ def _assistant(
     for call in m.tool_calls:
         calls[call.id] = call.name
     for n in members:
-        kinds = {b.get("type") for b in _blocks(values[n - 1])}
+        kinds = {b.get("type") for b in blocks(values[n - 1])}
         tally.mark(
             n, D.IMPORTED, "reasoning" if kinds <= {"thinking", "redacted_thinking"} else "message"
         )
@@ -294,13 +248,13 @@ def _usage(usage: dict[str, Any], rid: Any, model: Any) -> Usage:
 
 
 def _api_error(o: dict[str, Any], kind: str, text: Any) -> Event:
-    message = text if isinstance(text, str) else ""
+    said = text if isinstance(text, str) else ""
     return Event(
         seq=0,
         ts=EPOCH,
         kind=EventKind.API_ERROR.value,
         reason=f"the API failed ({kind}); the client's notice was not the model's answer",
-        error=ErrorDetail(type=kind, message=message),
+        error=ErrorDetail(type=kind, message=said),
         extra=_raw({KEY: _envelope(o)}),
     )
 
@@ -308,7 +262,7 @@ def _api_error(o: dict[str, Any], kind: str, text: Any) -> Event:
 def _user(
     o: dict[str, Any], n: int, tally: Tally, s: ClaudeSession, calls: dict[str, str]
 ) -> list[Op]:
-    msg = _message(o)
+    msg = message(o)
     content = msg.get("content")
     try:
         made = anthropic.to_ledger({"messages": [{"role": "user", "content": content}]})
@@ -316,7 +270,7 @@ def _user(
         tally.mark(n, D.DAMAGED, f"a user message the Anthropic shape refuses: {exc}")
         return []
     ops: list[Op] = []
-    results = iter(b for b in _blocks(o) if b.get("type") == "tool_result")
+    results = iter(b for b in blocks(o) if b.get("type") == "tool_result")
     for m in made:
         env = _envelope(o)
         if m.role == Role.TOOL:
@@ -329,7 +283,7 @@ def _user(
     text = (
         content
         if isinstance(content, str)
-        else "".join(b.get("text", "") for b in _blocks(o) if b.get("type") == "text")
+        else "".join(b.get("text", "") for b in blocks(o) if b.get("type") == "text")
     )
     kind = "tool" if any(m.role == Role.TOOL for m in made) else "message"
     if text.startswith(_INTERRUPT):
@@ -352,7 +306,7 @@ def _link(o: dict[str, Any], call_id: str | None, s: ClaudeSession) -> None:
 def _compaction(
     o: dict[str, Any], boundary: dict[str, Any] | None, n: int, tally: Tally
 ) -> Compaction:
-    content = _message(o).get("content")
+    content = message(o).get("content")
     summary = content if isinstance(content, str) else None
     made = anthropic.to_ledger({"messages": [{"role": "user", "content": content}]})
     messages = tuple(

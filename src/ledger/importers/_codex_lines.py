@@ -8,14 +8,22 @@ telemetry; turn boundaries, usage and aborts become the format-2 descriptions (A
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import msgspec
 
+from ledger.importers._codex_items import (
+    MIRRORS,
+    exit_status,
+    is_placeholder,
+    roleless,
+    unplace,
+    with_id,
+    without_id,
+)
 from ledger.importers._plan import EPOCH, Compaction, Op, merge_extra
 from ledger.importers._report import Disposition, Tally
-from ledger.messages import Message, OpaquePart, Reasoning, Role
+from ledger.messages import Message, Role
 from ledger.providers import ProviderError, openai_responses
 from ledger.records import Event, EventKind, MetaUpdate, Turn, Usage
 
@@ -23,29 +31,6 @@ __all__ = ["CodexSession", "convert_codex"]
 
 D = Disposition
 KEY = "codex"
-_MIRRORS = {
-    "agent_reasoning": "mirror of a reasoning item's summary",
-    "agent_reasoning_raw_content": "mirror of a reasoning item's content",
-    "agent_reasoning_section_break": "UI mark between reasoning sections",
-    "agent_message": "mirror of an assistant message item",
-    "user_message": "mirror of the typed prompt (a user message item)",
-    "item_completed": "typed mirror of a response item",
-    "item_started": "typed mirror of a response item",
-    "exec_command_begin": "UI trace of a command (the call is a response item)",
-    "exec_command_end": "rich result of a command (the output is a response item)",
-    "patch_apply_begin": "UI trace of a patch (the call is a response item)",
-    "patch_apply_end": "rich result of a patch (the output is a response item)",
-    "web_search_begin": "UI trace of a web search (the call is a response item)",
-    "web_search_end": "rich result of a web search (the call is a response item)",
-    "mcp_tool_call_begin": "UI trace of a tool call (the call is a response item)",
-    "mcp_tool_call_end": "rich result of a tool call (the output is a response item)",
-    "context_compacted": "marker after a compacted line",
-    "entered_review_mode": "UI mode change",
-    "exited_review_mode": "UI mode change",
-    "plan_update": "UI plan display (the call is a response item)",
-    "background_event": "UI notice",
-}
-_EXIT = re.compile(r"(?:Exit code:|Process exited with code) (-?\d+)")
 
 
 class CodexSession:
@@ -222,7 +207,7 @@ class _Run:
         rest = {k: v for k, v in p.items() if k not in ("message", "replacement_history")}
         if isinstance(history, list):
             try:
-                messages = tuple(_roleless(m) for m in self.convert(history))
+                messages = tuple(roleless(m) for m in self.convert(history))
             except ProviderError as exc:
                 self.tally.mark(n, D.DAMAGED, f"a replacement history the shape refuses: {exc}")
                 return
@@ -277,8 +262,8 @@ class _Run:
             self.note(
                 n, MetaUpdate(seq=0, ts=EPOCH, extra=_raw({KEY: p})), "meta_update", D.METADATA
             )
-        elif et in _MIRRORS:
-            self.tally.mark(n, D.DUPLICATE, f"event_msg/{et}: {_MIRRORS[et]}")
+        elif et in MIRRORS:
+            self.tally.mark(n, D.DUPLICATE, f"event_msg/{et}: {MIRRORS[et]}")
         else:
             self.tally.mark(n, D.UNKNOWN, f"event_msg/{et} is unknown to this importer")
 
@@ -326,9 +311,9 @@ class _Run:
 
     def convert(self, items: list[Any]) -> tuple[Message, ...]:
         made = openai_responses.to_ledger(
-            {"input": [_with_id(p) for p in items]}, model=self.model, endpoint=self.s.provider
+            {"input": [with_id(p) for p in items]}, model=self.model, endpoint=self.s.provider
         )
-        return tuple(_without_id(m) for m in made)
+        return tuple(without_id(m) for m in made)
 
     def flush(self) -> None:
         if not self.items:
@@ -375,82 +360,17 @@ class _Run:
 
     def fix(self, m: Message) -> Message:
         if m.role == Role.TOOL and m.tool_call_id:
-            failed, source = self.failed(m)
+            failed, source = exit_status(m, self.exit_codes)
             if failed is not None:
                 extra = merge_extra(m.extra, KEY, {"is_error_from": source})
                 m = msgspec.structs.replace(m, is_error=failed, extra=extra)
-        if any(_placeholder(r.encrypted) for r in m.reasoning):
-            m = msgspec.structs.replace(m, reasoning=tuple(_unplace(r) for r in m.reasoning))
+        if any(is_placeholder(r.encrypted) for r in m.reasoning):
+            m = msgspec.structs.replace(m, reasoning=tuple(unplace(r) for r in m.reasoning))
         return m
-
-    def failed(self, m: Message) -> tuple[bool | None, str]:
-        """Codex has no is_error: the command's exit code says it (ADR 0129)."""
-        code = self.exit_codes.get(m.tool_call_id or "")
-        if code is not None:
-            return code != 0, "exec_command_end.exit_code"
-        text = m.text()
-        if text.startswith("{"):
-            try:
-                held = msgspec.json.decode(text)
-            except msgspec.DecodeError:
-                held = None
-            meta = held.get("metadata") if isinstance(held, dict) else None
-            if isinstance(meta, dict) and type(meta.get("exit_code")) is int:
-                return meta["exit_code"] != 0, "output.metadata.exit_code"
-        found = _EXIT.search(text[:2000])
-        if found:
-            return int(found.group(1)) != 0, "output text"
-        return None, ""
-
-
-def _with_id(item: Any) -> Any:
-    """Codex before 0.154 writes reasoning items without an id, which the Responses shape
-    requires: an empty one stands in while converting, and is taken out again."""
-    if not isinstance(item, dict) or item.get("type") != "reasoning" or "id" in item:
-        return item
-    out: dict[str, Any] = {}
-    for k, v in item.items():
-        out[k] = v
-        if k == "type":
-            out["id"] = ""
-    return out
-
-
-def _without_id(m: Message) -> Message:
-    if not any(r.item_id == "" for r in m.reasoning):
-        return m
-    blocks = tuple(
-        msgspec.structs.replace(r, item_id=None) if r.item_id == "" else r for r in m.reasoning
-    )
-    return msgspec.structs.replace(m, reasoning=blocks)
 
 
 def _target(item: dict[str, Any]) -> str:
     return "reasoning" if item.get("type") == "reasoning" else "message"
-
-
-def _roleless(m: Message) -> Message:
-    """Mark a provider item kept whole that had no role (ADR 0125)."""
-    if (
-        m.role == Role.ASSISTANT
-        and isinstance(m.content, tuple)
-        and len(m.content) == 1
-        and isinstance(m.content[0], OpaquePart)
-        and not m.reasoning
-        and not m.tool_calls
-    ):
-        return msgspec.structs.replace(m, extra=merge_extra(m.extra, "ledger", {"role": None}))
-    return m
-
-
-def _placeholder(value: str | None) -> bool:
-    return value is not None and value.startswith("[REDACTED")
-
-
-def _unplace(r: Reasoning) -> Reasoning:
-    if _placeholder(r.encrypted):
-        return msgspec.structs.replace(r, encrypted=None, placeholder=r.encrypted)
-    return r
 
 
 def _str(v: Any) -> str | None:

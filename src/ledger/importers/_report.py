@@ -73,15 +73,16 @@ class Tally:
 class FileReport:
     """One source file: its lines, what became of each, and the rollouts written from it.
 
-    ``status`` is ``imported``, ``appended`` (the source grew and its rollout was continued),
-    ``reimported`` (the source was rewritten: a new rollout), ``unchanged`` (imported before,
-    nothing written) or ``failed``; a dry run says what it would have done.
+    ``checksum`` is the sha256 of the file's bytes. ``status`` is ``imported``, ``appended``
+    (the source grew and its rollout was continued), ``reimported`` (the source was rewritten:
+    a new rollout), ``unchanged`` (imported before, nothing written) or ``failed``; a dry run
+    says what it would have done.
     """
 
     source: str
     tool: str
     version: str | None
-    sha256: str
+    checksum: str
     bytes: int
     lines: int
     status: str
@@ -109,7 +110,7 @@ class FileReport:
             "source": self.source,
             "tool": self.tool,
             "version": self.version,
-            "sha256": self.sha256,
+            "sha256": self.checksum,
             "bytes": self.bytes,
             "lines": self.lines,
             "unaccounted": self.unaccounted,

@@ -57,7 +57,7 @@ def guarded(tool: str, path: Path, convert: Callable[[Source, Tally], FileReport
             source=str(path),
             tool=tool,
             version=None,
-            sha256="",
+            checksum="",
             bytes=0,
             lines=0,
             status="failed",
@@ -67,7 +67,7 @@ def guarded(tool: str, path: Path, convert: Callable[[Source, Tally], FileReport
     tally = Tally(src.lines)
     try:
         return convert(src, tally)
-    except Exception as exc:
+    except Exception as exc:  # one bad file never stops the others (reported, not raised)
         return failed(tool, src, tally, exc)
 
 
@@ -107,7 +107,7 @@ def report(
         source=str(src.path),
         tool=tool,
         version=version,
-        sha256=src.sha256,
+        checksum=src.checksum,
         bytes=src.size,
         lines=src.lines,
         status=status,
@@ -126,7 +126,7 @@ def provenance(tool: str, src: Source, **more: Any) -> dict[str, Any]:
     return {
         "tool": tool,
         "path": str(src.path),
-        "sha256": src.sha256,
+        "sha256": src.checksum,
         "bytes": src.size,
         "lines": src.lines,
         **{k: v for k, v in more.items() if v is not None},

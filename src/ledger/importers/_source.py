@@ -19,10 +19,10 @@ _decode = msgspec.json.Decoder().decode
 @attrs.frozen
 class Source:
     """One source file: ``values[i]`` is line ``i + 1`` parsed (``None`` when it is blank or
-    unreadable, with the reason in ``problems``)."""
+    unreadable, with the reason in ``problems``); ``checksum`` is the sha256 of its bytes."""
 
     path: Path
-    sha256: str
+    checksum: str
     size: int
     values: tuple[Any, ...]
     problems: dict[int, str]
@@ -62,7 +62,7 @@ def read_source(path: Path) -> Source:
             problems[n] = _why(s, exc)
     return Source(
         path=Path(os.path.abspath(path)),
-        sha256=digest,
+        checksum=digest,
         size=len(data),
         values=tuple(values),
         problems=problems,

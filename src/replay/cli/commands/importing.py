@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,7 +36,9 @@ def import_cmd(tool: str, sources: tuple[str, ...], dry_run: bool) -> None:
     or dropped with a reason. Importing again writes nothing; a source that grew continues
     its rollout. Exit status 1 when a file could not be imported at all.
     """
-    module = importlib.import_module(f"ledger.importers.{tool.replace('-', '_')}")
+    from ledger.importers import claude_code, codex
+
+    module = claude_code if tool == "claude-code" else codex
     opts = state()
     paths = [Path(s) for s in sources] or [module.default_source()]
     missing = [p for p in paths if not p.exists()]
