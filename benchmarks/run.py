@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks import gen, peers
+from benchmarks import gen, importing, peers
 from ledger import Message, StopKind, message_records
 from ledger.records import Record
 
@@ -1072,7 +1072,18 @@ def profile_missed(cfg: Config, lib: Library, rep: Report, work: Path) -> None:
 # --- main ----------------------------------------------------------------------------------------
 
 
-SECTIONS = ("write", "resume", "stop", "memory", "scaling")
+def section_import(cfg: Config, rep: Report, work: Path) -> None:
+    """Codex and Claude Code files imported, against json.loads (benchmarks/importing.py)."""
+
+    def add(section: str, case: str, value: str, vs: str, r: float, goal: str, ok: bool) -> None:
+        rep.add(Row(section, case, value, vs, r, goal, _status(ok)))
+        if not ok:
+            rep.missed.append(f"{section}: {case}")
+
+    rep.raw["import"] = importing.section_import(cfg.quick, add, work)
+
+
+SECTIONS = ("write", "resume", "stop", "memory", "scaling", "import")
 
 
 def environment(cfg: Config, lib: Library) -> dict[str, Any]:
@@ -1142,6 +1153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "stop": lambda: section_stop(cfg, lib, rep),
             "memory": lambda: section_memory(cfg, lib, rep),
             "scaling": lambda: section_scaling(cfg, lib, rep, work),
+            "import": lambda: section_import(cfg, rep, work),
         }
         for s in only:
             t0 = time.perf_counter()

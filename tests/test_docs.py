@@ -157,3 +157,24 @@ def test_relative_links_resolve() -> None:
             if not (page.parent / target).exists():
                 broken.append(f"{page.relative_to(REPO)}: {m['target']}")
     assert broken == []
+
+
+def test_the_import_page_runs_rollout_import_on_a_sample(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/import.md's `rollout import ... tests/data/import/...` line runs on the committed
+    samples (from the source checkout) and accounts for every line."""
+    import json
+
+    from click.testing import CliRunner
+
+    sh = [body for where, body in SHELL if where.startswith("docs/import.md:")]
+    (argv,) = [c for body in sh for c in _commands(body) if "tests/data/import/codex" in c]
+    argv = [str(tmp_path / "root") if a == "/tmp/imported" else a for a in argv]
+    monkeypatch.chdir(REPO)
+    result = CliRunner().invoke(cli, argv, prog_name="rollout")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["unaccounted"] == 0
+    assert doc["files"] == 4
+    assert read_replay(doc["rollouts"][0]).verified

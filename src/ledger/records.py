@@ -28,6 +28,8 @@ __all__ = [
     "FORMAT_VERSION",
     "AgentCheckpoint",
     "Compacted",
+    "DESCRIPTION_TYPES",
+    "Description",
     "ErrorDetail",
     "Event",
     "EventKind",
@@ -289,6 +291,12 @@ def record_tag(cls: type) -> str:
         raise TypeError(f"{cls.__name__} is not a tagged record type")
     return tag
 
+
+DESCRIPTION_TYPES: Final = (Usage, Turn, Event, MetaUpdate)
+"""The registered types that describe a session without entering its conversation (format 2)."""
+
+Description = Usage | Turn | Event | MetaUpdate
+"""A record of :data:`DESCRIPTION_TYPES`."""
 
 RECORD_TAGS: Final = tuple(record_tag(t) for t in RECORD_TYPES)
 """The tags of :data:`RECORD_TYPES`, in the same order."""

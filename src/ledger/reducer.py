@@ -17,12 +17,13 @@ from ledger.codec import join_message
 from ledger.damage import Degradation, DegradationKind
 from ledger.messages import Message, Reasoning, Role
 from ledger.records import (
+    DESCRIPTION_TYPES,
     FORMAT_VERSION,
     AgentCheckpoint,
     Compacted,
+    Description,
     Event,
     MessageRecord,
-    MetaUpdate,
     ReasoningRecord,
     Record,
     SessionMeta,
@@ -267,7 +268,7 @@ class _Builder:
                 self.after_checkpoint += 1
         elif isinstance(entry, SessionMeta):
             self.on_meta(entry, line, first)
-        elif isinstance(entry, Usage | Turn | Event | MetaUpdate):
+        elif isinstance(entry, DESCRIPTION_TYPES):
             self.on_description(entry)
         else:
             self.degrade(
@@ -278,7 +279,7 @@ class _Builder:
                 entry.seq,
             )
 
-    def on_description(self, entry: Usage | Turn | Event | MetaUpdate) -> None:
+    def on_description(self, entry: Description) -> None:
         # What describes the session stays out of the conversation, and so out of the digest
         # and of what a checkpoint covers (ADRs 0121-0124).
         if isinstance(entry, Usage):

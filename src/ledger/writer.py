@@ -31,6 +31,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self, TypeVar
 
+import msgspec
+
 from ledger import locking
 from ledger.batching import MAX_BATCH_DELAY, MAX_BATCH_RECORDS, BatchQueue
 from ledger.codec import encode_line, encode_record, message_records
@@ -40,10 +42,12 @@ from ledger.messages import Message
 from ledger.naming import rollout_filename
 from ledger.reader import DEFAULT_MAX_LINE_BYTES
 from ledger.records import (
+    DESCRIPTION_TYPES,
     FORMAT_VERSION,
     RECORD_TYPES,
     AgentCheckpoint,
     Compacted,
+    Description,
     ErrorDetail,
     MessageRecord,
     SessionMeta,
@@ -367,8 +371,17 @@ class RolloutWriter:
                 lines = [encode_record(MessageRecord(seq=seq, ts=ts, message=message))]
             self._enqueue(lines)
 
-    def compacted(self, messages: Iterable[Message], summary: str | None = None) -> None:
-        """Record that the conversation was compacted to ``messages`` (reasoning kept inline)."""
+    def compacted(
+        self,
+        messages: Iterable[Message],
+        summary: str | None = None,
+        *,
+        extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET,
+    ) -> None:
+        """Record that the conversation was compacted to ``messages`` (reasoning kept inline).
+
+        ``extra`` keeps, verbatim, what the compaction said about itself (ADR 0125).
+        """
         kept = messages_arg(messages, "compacted()")
         if summary is not None and not isinstance(summary, str):
             raise TypeError(
@@ -378,8 +391,26 @@ class RolloutWriter:
         with self._op_lock:
             self._check_usable()
             seq = self._q.next_seq()
-            record = Compacted(seq=seq, ts=_now(), messages=kept, summary=summary)
+            record = Compacted(seq=seq, ts=_now(), messages=kept, summary=summary, extra=extra)
             self._enqueue([encode_record(record)])
+
+    def note(self, record: Description) -> None:
+        """Enqueue a record that describes the session without entering its conversation:
+        ``usage``, ``turn``, ``event`` or ``meta_update`` (format 2, ADRs 0121-0124).
+
+        Its ``seq`` and ``ts`` are the writer's: the values ``record`` was built with are
+        replaced. Never waits for disk.
+        """
+        if type(record) not in DESCRIPTION_TYPES:
+            raise TypeError(
+                f"note() takes a {', '.join(t.__name__ for t in DESCRIPTION_TYPES)} record, not "
+                f"{type(record).__name__}; messages go through append()"
+            )
+        self._guard("note")
+        with self._op_lock:
+            self._check_usable()
+            stamped = msgspec.structs.replace(record, seq=self._q.next_seq(), ts=_now())
+            self._enqueue([encode_record(stamped)])
 
     def _enqueue(self, lines: list[bytes]) -> None:
         # Caller holds _op_lock, so sequence numbers and queue order agree. The put is the one

@@ -1,0 +1,79 @@
+"""A source file read once: its lines parsed, counted as ``census`` counts them, and hashed."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import attrs
+import msgspec
+
+__all__ = ["Source", "read_source"]
+
+_BOM = b"\xef\xbb\xbf"
+_decode = msgspec.json.Decoder().decode
+
+
+@attrs.frozen
+class Source:
+    """One source file: ``values[i]`` is line ``i + 1`` parsed (``None`` when it is blank or
+    unreadable, with the reason in ``problems``); ``checksum`` is the sha256 of its bytes."""
+
+    path: Path
+    checksum: str
+    size: int
+    values: tuple[Any, ...]
+    problems: dict[int, str]
+
+    @property
+    def lines(self) -> int:
+        """Physical lines: newline characters, and a last line without one."""
+        return len(self.values)
+
+
+def read_source(path: Path) -> Source:
+    """Read ``path`` whole (one file at a time: memory follows the largest file, not the tree).
+
+    Lines are split at ``\\n`` (a ``\\r`` before it is whitespace), a BOM is skipped, and a line
+    that is not JSON, or not UTF-8, is kept as ``None`` with the reason.
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    digest = hashlib.sha256(data).hexdigest()
+    pieces = data.split(b"\n")
+    if pieces and pieces[-1] == b"":
+        pieces.pop()
+    values: list[Any] = []
+    problems: dict[int, str] = {}
+    for n, raw in enumerate(pieces, 1):
+        s = raw.strip()
+        if s.startswith(_BOM):
+            s = s[len(_BOM) :].strip()
+        if not s:
+            values.append(None)
+            problems[n] = "blank"
+            continue
+        try:
+            values.append(_decode(s))
+        except (msgspec.DecodeError, RecursionError) as exc:
+            values.append(None)
+            problems[n] = _why(s, exc)
+    return Source(
+        path=Path(os.path.abspath(path)),
+        checksum=digest,
+        size=len(data),
+        values=tuple(values),
+        problems=problems,
+    )
+
+
+def _why(s: bytes, exc: BaseException) -> str:
+    try:
+        s.decode("utf-8")
+    except UnicodeDecodeError as ude:
+        return f"not UTF-8 (byte {ude.start})"
+    if isinstance(exc, RecursionError):
+        return "JSON nested too deeply"
+    return f"not JSON ({exc})"
