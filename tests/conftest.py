@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,52 @@ def _isolated_home(
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("ROLLOUT_HOME", str(home / ".rollout"))
     return home
+
+
+# --- the fleet: an S3 server on the loopback interface (moto), shared by a worker's tests ---
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """A moto S3 server on 127.0.0.1 and a free port, for this test process (no network)."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_env(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Point every S3 client of this test at the moto server, with fake credentials."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    for name in (
+        "AWS_PROFILE",
+        "AWS_SESSION_TOKEN",
+        "AWS_CONFIG_FILE",
+        "AWS_SHARED_CREDENTIALS_FILE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    return s3_endpoint
+
+
+@pytest.fixture
+def bucket(s3_env: str) -> str:
+    """A fresh, empty bucket on the moto server; its URL (``s3://name``)."""
+    import uuid
+
+    import fsspec
+
+    name = f"fleet-{uuid.uuid4().hex[:20]}"
+    fsspec.filesystem("s3").mkdir(name)
+    return f"s3://{name}"

@@ -12,14 +12,16 @@ which gives it the global options; :mod:`replay.cli` adds them to the group (ADR
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
 import click
 
+from replay._location import Location
 from replay.cli._errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from replay.cli._paths import existing_root, resolve_root, resolve_target
 from replay.cli._render import safe_console, terminal_safe
@@ -87,7 +89,8 @@ class _RolloutGroup(click.Group):
         **extra: Any,
     ) -> Any:
         prog = prog_name or "rollout"
-        code = self._run(args, prog, complete_var, **extra)
+        with _fresh_storage_options():
+            code = self._run(args, prog, complete_var, **extra)
         if standalone_mode:
             code = _flush_stdout(code)
             sys.exit(code)
@@ -127,6 +130,15 @@ class _RolloutGroup(click.Group):
         return rv if isinstance(rv, int) else EXIT_OK
 
 
+@contextlib.contextmanager
+def _fresh_storage_options() -> Iterator[None]:
+    """Storage options given on this command line, and only those, for this run."""
+    from replay.fleet._store import storage_options
+
+    with storage_options(_reset=True):
+        yield
+
+
 def _flush_stdout(code: int) -> int:
     """Flush what is buffered now, so that a reader gone away is not reported at exit."""
     try:
@@ -163,12 +175,32 @@ def _remember_json(ctx: click.Context, _: click.Parameter, value: bool) -> bool:
     return value
 
 
+def _remember_storage_options(
+    ctx: click.Context, _: click.Parameter, values: tuple[str, ...]
+) -> tuple[str, ...]:
+    if values:
+        from replay.cli._storage import parse_storage_option
+        from replay.fleet._store import add_storage_options
+
+        add_storage_options(dict(parse_storage_option(v) for v in values))
+    return values
+
+
 _root_option = click.option(
     "--root",
-    metavar="DIR",
+    metavar="DIR|URL",
     expose_value=False,
     callback=_remember_root,
-    help="Directory of rollouts [default: $ROLLOUT_HOME, else ~/.rollout].",
+    help="Directory of rollouts, or a URL such as s3://bucket/prefix "
+    "[default: $ROLLOUT_HOME, else ~/.rollout].",
+)
+_storage_option = click.option(
+    "--storage-option",
+    metavar="KEY=VALUE",
+    multiple=True,
+    expose_value=False,
+    callback=_remember_storage_options,
+    help="An fsspec option for URL roots (endpoint_url=..., anon=true); repeatable.",
 )
 _json_option = click.option(
     "--json",
@@ -186,20 +218,30 @@ class State:
         self._meta = meta
 
     @property
-    def root(self) -> Path:
-        """The root: --root, else $ROLLOUT_HOME, else ~/.rollout."""
+    def root(self) -> Location:
+        """The root: --root, else $ROLLOUT_HOME, else ~/.rollout (a directory or a URL)."""
         return resolve_root(self._meta.get(_ROOT_KEY))
+
+    def local_root(self, command: str) -> Path:
+        """The root, which must be a local directory for ``command``."""
+        root = self.root
+        if not isinstance(root, Path):
+            raise CliError(
+                f"`{command}` works on a local directory, not on {root}: pass --root DIR",
+                EXIT_USAGE,
+            )
+        return root
 
     @property
     def json(self) -> bool:
         """Whether --json was given, before or after the subcommand."""
         return bool(self._meta.get(_JSON_KEY))
 
-    def existing_root(self) -> Path:
-        """The root, which must be a directory."""
+    def existing_root(self) -> Location:
+        """The root, which must be a directory (or a URL)."""
         return existing_root(self.root)
 
-    def target(self, arg: str) -> Path:
+    def target(self, arg: str) -> Location:
         """The file a PATH|SESSION_ID argument names."""
         return resolve_target(self.root, arg)
 
@@ -218,7 +260,7 @@ def subcommand(
     """
 
     def decorate(f: F) -> RolloutCommand:
-        f = _root_option(f)
+        f = _storage_option(_root_option(f))
         if json_output:
             f = _json_option(f)
         return click.command(name, cls=RolloutCommand, json_output=json_output, **attrs)(f)
@@ -246,6 +288,7 @@ def exit_with(code: int) -> NoReturn:
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @_root_option
+@_storage_option
 @_json_option
 @click.version_option(package_name="rollout-ledger", prog_name="rollout")
 def cli() -> None:

@@ -45,9 +45,10 @@ def export_cmd(session: str, fmt: str, output: str | None) -> None:
     path = opts.target(session)
     rep = read_replay(path, whole_file=True)
     children: tuple[SessionEntry, ...] = ()
-    if rep.session_id is not None and opts.root.is_dir():
+    root = opts.root
+    if rep.session_id is not None and (not isinstance(root, Path) or root.is_dir()):
         sid = rep.session_id
-        children = tuple(e for e in list_sessions(opts.root) if e.parent_session_id == sid)
+        children = tuple(e for e in list_sessions(root) if e.parent_session_id == sid)
     text = export(rep, fmt, sessions=children)
     if output == "-":
         sys.stdout.write(text)

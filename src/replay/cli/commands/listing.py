@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from replay._location import Location
 from replay.cli._app import console, state, subcommand
 from replay.cli._json import dump, eligibility_json, stop_json, time_json
 from replay.cli._paths import parse_since, path_json
@@ -86,7 +86,7 @@ def _node_json(node: SessionNode) -> dict[str, Any]:
     return {**entry_json(node.entry), "children": [_node_json(c) for c in node.children]}
 
 
-def _node_label(e: SessionEntry, focus: Path | None) -> Text:
+def _node_label(e: SessionEntry, focus: Location | None) -> Text:
     from rich.text import Text
 
     label = Text(short_id(e.session_id), style="bold cyan")
@@ -105,7 +105,7 @@ def _node_label(e: SessionEntry, focus: Path | None) -> Text:
     return label
 
 
-def _contains(node: SessionNode, path: Path) -> bool:
+def _contains(node: SessionNode, path: Location) -> bool:
     stack = [node]
     while stack:
         n = stack.pop()
@@ -157,7 +157,7 @@ def tree_cmd(session: str | None) -> None:
 
 
 def _print_forest(
-    out: Console, nodes: Sequence[SessionNode], focus: Path | None, title: str
+    out: Console, nodes: Sequence[SessionNode], focus: Location | None, title: str
 ) -> None:
     from rich.tree import Tree
 

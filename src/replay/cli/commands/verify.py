@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -11,6 +10,7 @@ import click
 
 from ledger.damage import Degradation
 from ledger.locking import writer_active
+from replay._location import Location
 from replay.cli._app import console, exit_with, state, subcommand
 from replay.cli._errors import EXIT_VERIFY_FAILED
 from replay.cli._json import degradation_json, dump
@@ -33,7 +33,7 @@ _PROGRESS_FROM: Final = 8
 class _Result:
     """One file's verdict, as printed and as JSON."""
 
-    path: Path
+    path: Location
     session_id: str | None
     verdict: Verdict
     verified: bool = False
@@ -58,7 +58,7 @@ class _Result:
         }
 
 
-def _check(path: Path, duplicate: str | None) -> _Result:
+def _check(path: Location, duplicate: str | None) -> _Result:
     try:
         # A writer seen before or after the read may have been mid-write during it.
         live = writer_active(path)
@@ -90,7 +90,7 @@ def _check(path: Path, duplicate: str | None) -> _Result:
     )
 
 
-def _line(result: _Result, root: Path) -> Text:
+def _line(result: _Result, root: Location) -> Text:
     from rich.text import Text
 
     style = {Verdict.OK: "green", Verdict.UNVERIFIED: "yellow", Verdict.FAILED: "bold red"}
@@ -122,7 +122,7 @@ def verify(paths: tuple[str, ...], all_: bool, strict: bool) -> None:
         raise click.UsageError("give PATH/SESSION_ID arguments or --all, not both")
     if not all_ and not paths:
         raise click.UsageError("give at least one PATH or SESSION_ID, or --all")
-    duplicates: dict[Path, str] = {}
+    duplicates: dict[Location, str] = {}
     if all_:
         entries = list_sessions(opts.existing_root())
         files = sorted(e.path for e in entries)
@@ -137,7 +137,7 @@ def verify(paths: tuple[str, ...], all_: bool, strict: bool) -> None:
     out = console()
     results: list[_Result] = []
 
-    def check(path: Path, emit: Callable[[Text], None]) -> None:
+    def check(path: Location, emit: Callable[[Text], None]) -> None:
         result = _check(path, duplicates.get(path))
         results.append(result)
         if not opts.json:
