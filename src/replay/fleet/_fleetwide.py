@@ -12,7 +12,7 @@ from replay._location import ObjectURL
 from replay.fleet._index import gone_rows, now_utc, read_index, run_id, write_parts
 from replay.fleet._jobs import batches, run_batches, verify_batch
 from replay.fleet._rows import index_rows
-from replay.fleet._store import list_objects, open_store, store_error
+from replay.fleet._store import list_objects, open_store, scan_root, store_error
 
 __all__ = ["IndexReport", "build_index", "verify_fleet"]
 
@@ -45,7 +45,7 @@ class IndexReport:
     unchanged: int
     removed: int
     errors: tuple[tuple[str, str], ...]
-    parts: tuple[str, ...]
+    parts: tuple[ObjectURL, ...]
     written_at: datetime
 
 
@@ -60,8 +60,9 @@ def build_index(
     are written. Objects that cannot be read are reported in ``errors`` and left out.
     """
     store = open_store(url)
-    infos = list_objects(store)
-    current = read_index(store)
+    scan = scan_root(store)
+    infos = list(scan.objects)
+    current = read_index(store, scan.index_parts)
     index = None if rebuild else current
     old_files = current.files if rebuild and current is not None else ()
     todo = []
@@ -91,6 +92,6 @@ def build_index(
         unchanged=len(infos) - len(todo),
         removed=len(gone),
         errors=errors,
-        parts=tuple(parts),
+        parts=tuple(store.url_of(p) for p in parts),
         written_at=now,
     )

@@ -25,7 +25,7 @@ from ledger.codec import RecordDecodeError, decode_record
 from ledger.records import AgentCheckpoint, Terminal
 from replay._location import ObjectURL
 from replay.fleet._duck import connect, duck_path
-from replay.fleet._store import ObjectInfo, Store, open_store, store_error
+from replay.fleet._store import INDEX_DIR, ObjectInfo, Store, open_store, store_error
 from replay.sessions import SessionEntry, entry_from_parts
 from replay.stop import StopFacts
 
@@ -33,12 +33,10 @@ __all__ = [
     "INDEX_DIR",
     "FleetIndex",
     "IndexRow",
-    "index_files",
     "read_index",
     "write_parts",
 ]
 
-INDEX_DIR: Final = ".index"
 _json = msgspec.json.Encoder()
 
 _LISTING_COLUMNS: Final = (
@@ -92,18 +90,6 @@ class FleetIndex:
     files: tuple[str, ...]
 
 
-def index_files(store: Store) -> list[str]:
-    """The Parquet parts of the index under ``store``'s root (empty when there is none)."""
-    pattern = store.join(INDEX_DIR, "*", "*.parquet")
-    try:
-        found = store.fs.glob(pattern)
-    except FileNotFoundError:
-        return []
-    except Exception as exc:
-        raise store_error(exc, store.url, "looking for the index") from None
-    return sorted(str(p) for p in found)
-
-
 def newest_rows_sql(files: Sequence[str], store: Store, columns: str = "*") -> str:
     """A query for the newest row per object across the index's parts, tombstones dropped."""
     listed = ", ".join("'" + duck_path(store, f).replace("'", "''") + "'" for f in files)
@@ -117,9 +103,9 @@ def newest_rows_sql(files: Sequence[str], store: Store, columns: str = "*") -> s
     )
 
 
-def read_index(store: Store) -> FleetIndex | None:
-    """The index under ``store``'s root, or ``None`` when it has none (or it cannot be read)."""
-    files = index_files(store)
+def read_index(store: Store, files: Sequence[str]) -> FleetIndex | None:
+    """The index in the parts ``files`` (from :func:`scan_root`), or ``None`` when there are none
+    or they cannot be read."""
     if not files:
         return None
     con = connect(store)

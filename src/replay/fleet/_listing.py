@@ -9,7 +9,7 @@ import attrs
 
 from replay._location import ObjectURL
 from replay.fleet._objects import object_entries
-from replay.fleet._store import list_objects, open_store
+from replay.fleet._store import open_store, scan_root
 from replay.sessions import SessionEntry, finish_listing
 
 __all__ = ["FleetListing", "list_fleet"]
@@ -40,14 +40,15 @@ def list_fleet(url: str | os.PathLike[str], *, use_index: bool = True) -> FleetL
     trusted for an object it does not describe as it is now.
     """
     store = open_store(url)
-    infos = list_objects(store)
+    scan = scan_root(store)
+    infos = list(scan.objects)
     entries: list[SessionEntry] = []
     todo = infos
     written_at: datetime | None = None
     if use_index:
         from replay.fleet._index import read_index
 
-        index = read_index(store)
+        index = read_index(store, scan.index_parts)
         if index is not None:
             written_at = index.written_at
             todo = []

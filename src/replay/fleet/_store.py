@@ -27,7 +27,10 @@ __all__ = [
     "StoreError",
     "add_storage_options",
     "current_storage_options",
+    "RootScan",
+    "INDEX_DIR",
     "list_objects",
+    "scan_root",
     "open_store",
     "storage_options",
     "store_error",
@@ -180,8 +183,20 @@ def version_of(info: Mapping[str, Any]) -> str:
     return f"{info.get('size')}:{info.get('mtime') or info.get('LastModified') or ''}"
 
 
-def list_objects(store: Store) -> list[ObjectInfo]:
-    """Every ``*.jsonl`` object under the root, skipping hidden folders, sorted by path.
+INDEX_DIR: Final = ".index"
+"""The folder under a root that holds the index's Parquet parts (hidden from the listing)."""
+
+
+@attrs.frozen
+class RootScan:
+    """What one listing of the store under a root found: rollout objects and index parts."""
+
+    objects: tuple[ObjectInfo, ...]
+    index_parts: tuple[str, ...]
+
+
+def scan_root(store: Store) -> RootScan:
+    """Every ``*.jsonl`` object under the root, and the index's parts, from one listing.
 
     As the local listing does, a name or folder starting with ``.`` is skipped (the index
     lives in ``.index/``). A root with no objects lists nothing; a missing bucket, a refused
@@ -189,15 +204,18 @@ def list_objects(store: Store) -> list[ObjectInfo]:
     """
     try:
         found = store.fs.find(store.root, detail=True)
-    except FileNotFoundError as exc:
-        raise store_error(exc, store.url, "listing the root") from None
     except Exception as exc:
         raise store_error(exc, store.url, "listing the root") from None
     out: list[ObjectInfo] = []
+    parts: list[str] = []
     for path, info in found.items():
-        if info.get("type", "file") != "file" or not path.endswith(_SUFFIX):
+        if info.get("type", "file") != "file":
             continue
-        if any(part.startswith(".") for part in store.key(path).split("/")):
+        key = store.key(path).split("/")
+        if len(key) == 3 and key[0] == INDEX_DIR and key[2].endswith(".parquet"):
+            parts.append(path)
+            continue
+        if not path.endswith(_SUFFIX) or any(part.startswith(".") for part in key):
             continue
         out.append(
             ObjectInfo(
@@ -205,4 +223,9 @@ def list_objects(store: Store) -> list[ObjectInfo]:
             )
         )
     out.sort(key=lambda o: o.path)
-    return out
+    return RootScan(objects=tuple(out), index_parts=tuple(sorted(parts)))
+
+
+def list_objects(store: Store) -> list[ObjectInfo]:
+    """Every ``*.jsonl`` object under the root, skipping hidden folders, sorted by path."""
+    return list(scan_root(store).objects)

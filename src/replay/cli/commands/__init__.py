@@ -7,8 +7,26 @@ here, named in :data:`GROUPS`, whose order is the order of `rollout --help`.
 from types import ModuleType
 from typing import Final
 
-from replay.cli.commands import demo, exporting, grep, listing, reading, schema, verify
+from replay.cli.commands import (
+    demo,
+    exporting,
+    fleet,
+    grep,
+    listing,
+    reading,
+    schema,
+    verify,
+)
 
 __all__ = ["GROUPS"]
 
-GROUPS: Final[tuple[ModuleType, ...]] = (listing, reading, verify, grep, exporting, schema, demo)
+GROUPS: Final[tuple[ModuleType, ...]] = (
+    listing,
+    reading,
+    verify,
+    grep,
+    exporting,
+    fleet,
+    schema,
+    demo,
+)
