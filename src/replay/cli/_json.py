@@ -36,7 +36,6 @@ JSON_VERSION: Final = 1
 """Bumped only when a field changes meaning or disappears; new fields do not bump it."""
 
 
-
 def _enc_hook(value: Any) -> Any:
     # An object's URL (replay.ObjectURL) is a str subclass, which msgspec leaves to the hook.
     if isinstance(value, str):

@@ -55,7 +55,7 @@ def _client(scheduler: str) -> Iterator[Any]:
     cluster_cls: Any = dask.distributed.LocalCluster
     if scheduler == "local":
         with (
-            cluster_cls(threads_per_worker=1, dashboard_address=None) as cluster,
+            cluster_cls(threads_per_worker=1, dashboard_address=":0") as cluster,
             client_cls(cluster) as client,
         ):
             yield client

@@ -1,13 +1,14 @@
 """Reading rollout objects: a buffered stream for replay, and heads and tails for the listing.
 
 The listing asks for one byte range per object (two for an object over 64 KiB: its first
-4 KiB and its last 60 KiB), all at once (fsspec's ``cat_ranges``, concurrent on an async store
-such as s3fs), and takes the sizes and versions from the store's own listing: no request per
-object beyond those ranges, no ``HEAD``. The stop facts of a sealed session lie in its last few
-kilobytes (ADR 0032); when the backward scan needs more (a session killed after a resume), the
-object is opened and read further, and an object that changed meanwhile is an error, not a
-mix of two versions. Replay streams an object through :class:`io.BufferedReader` in large
-blocks: fsspec files fetch a block per request, and s3fs checks the object's ETag on every one.
+4 KiB and its last 60 KiB, by offsets from the size the store listed), all at once (fsspec's
+``cat_ranges``, concurrent on an async store such as s3fs), and takes the sizes and versions
+from the store's own listing: no request per object beyond those ranges, no ``HEAD``. The stop
+facts of a sealed session lie in its last few kilobytes (ADR 0032); when the backward scan
+needs more (a session killed after a resume), the object is opened and read further, and an
+object that changed meanwhile is flagged, never read as a mix of two versions. Replay streams
+an object through :class:`io.BufferedReader` in large blocks: fsspec files fetch a block per
+request, and s3fs checks the object's ETag on every one.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import os
 from collections.abc import Sequence
 from typing import Any, BinaryIO, Final
 
-from replay._location import ObjectURL
 from replay.fleet._store import ObjectInfo, Store, StoreError, open_store, store_error
 from replay.sessions import SessionEntry, entry_from_parts
 from replay.stop import DEFAULT_SCAN_BUDGET, StopFacts, stop_facts_from_bytes, stop_facts_from_file
@@ -182,7 +182,11 @@ class _TailFile(io.RawIOBase):
 def _ranges(
     infos: Sequence[ObjectInfo],
 ) -> tuple[list[str], list[int], list[int | None], list[int]]:
-    """The ranges to fetch: ``(paths, starts, ends, owner)``; ``owner`` maps range to object."""
+    """The ranges to fetch: ``(paths, starts, ends, owner)``; ``owner`` maps range to object.
+
+    Each range asks for one byte past the end the listing reported, so that an object that
+    grew since is seen to have changed (one that shrank returns fewer bytes).
+    """
     paths: list[str] = []
     starts: list[int] = []
     ends: list[int | None] = []
@@ -193,12 +197,12 @@ def _ranges(
         if info.size <= LISTING_BYTES:
             paths.append(info.path)
             starts.append(0)
-            ends.append(info.size)
+            ends.append(info.size + 1)
             owner.append(i)
         else:
             paths += [info.path, info.path]
-            starts += [0, -(LISTING_BYTES - HEAD_BYTES)]
-            ends += [HEAD_BYTES, None]
+            starts += [0, info.size - (LISTING_BYTES - HEAD_BYTES)]
+            ends += [HEAD_BYTES, info.size + 1]
             owner += [i, i]
     return paths, starts, ends, owner
 
@@ -248,6 +252,8 @@ def _entry(store: Store, info: ObjectInfo, part: list[Any]) -> SessionEntry:
                 info.url, size=info.size, head=data, stop=stop_facts_from_bytes(data)
             )
         head, tail = part
+        if len(tail) != LISTING_BYTES - HEAD_BYTES:
+            raise StoreError(info.url, "the object changed while it was listed; list again")
         if b"\n" not in head:
             head = _fetch_head(store, info)
         with _TailFile(store, info, tail) as f:
@@ -273,8 +279,3 @@ def _fetch_head(store: Store, info: ObjectInfo) -> bytes:
     except Exception as exc:
         raise store_error(exc, info.url, "reading the object's first line") from None
     return data
-
-
-def entry_url(url: str) -> ObjectURL:
-    """``url`` as the :class:`ObjectURL` entries carry."""
-    return ObjectURL(url)
