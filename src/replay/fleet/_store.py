@@ -215,7 +215,11 @@ def scan_root(store: Store) -> RootScan:
         if len(key) == 3 and key[0] == INDEX_DIR and key[2].endswith(".parquet"):
             parts.append(path)
             continue
-        if not path.endswith(_SUFFIX) or any(part.startswith(".") for part in key):
+        # Hidden names are skipped as the local walk skips them; "." and ".." are not hidden
+        # names but parts of a hostile key: such objects are listed, never silently left out.
+        if not path.endswith(_SUFFIX) or any(
+            part.startswith(".") and part not in (".", "..") for part in key
+        ):
             continue
         out.append(
             ObjectInfo(
