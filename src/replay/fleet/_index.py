@@ -10,7 +10,6 @@ rebuildable from them, never their source of truth (ADR 0143).
 
 from __future__ import annotations
 
-import os
 import secrets
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -191,7 +190,9 @@ def write_parts(store: Store, rows: Sequence[Mapping[str, Any]], run: str) -> li
             day = local.parent.name  # day=YYYY-MM-DD, or day=NULL for sessions without a start
             target = store.join(INDEX_DIR, day, f"part-{run}-{local.stem}.parquet")
             try:
-                store.fs.put_file(os.fspath(local), target, mode="create")
+                store.fs.makedirs(store.fs._parent(target), exist_ok=True)
+                with store.fs.open(target, "xb") as f:
+                    f.write(local.read_bytes())
             except Exception as exc:
                 raise store_error(exc, store.url_of(target), "writing the index") from None
             written.append(target)
