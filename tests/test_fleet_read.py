@@ -172,3 +172,14 @@ def test_listing_an_empty_prefix_lists_nothing_and_a_missing_bucket_is_an_error(
     assert result.exit_code == 1
     assert "rollout: error:" in result.output
     assert "not found while listing the root" in result.output
+
+
+def test_storage_options_last_one_run_and_are_not_set_by_parsing() -> None:
+    """Options given on a command line reach only that command, never a later call."""
+    from replay.fleet._store import current_storage_options
+
+    with cli.make_context("rollout", ["--storage-option", "anon=true", "ls"]) as ctx:
+        assert ctx.meta["rollout.storage_options"] == {"anon": True}
+    assert current_storage_options() == {}
+    run("ls", "--root", "/nonexistent", "--storage-option", "anon=true")
+    assert current_storage_options() == {}

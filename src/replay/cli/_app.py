@@ -12,10 +12,9 @@ which gives it the global options; :mod:`replay.cli` adds them to the group (ADR
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
@@ -44,6 +43,7 @@ _DEBUG_ENV: Final = "ROLLOUT_DEBUG"
 _PIPE_WIDTH: Final = 160
 _ROOT_KEY: Final = "rollout.root"
 _JSON_KEY: Final = "rollout.json"
+_STORAGE_KEY: Final = "rollout.storage_options"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -63,6 +63,16 @@ class RolloutCommand(click.Command):
     def __init__(self, *args: Any, json_output: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.json_output = json_output
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command with the ``--storage-option`` values given, for this run only."""
+        options = ctx.meta.get(_STORAGE_KEY)
+        if not options:
+            return super().invoke(ctx)
+        from replay.fleet._store import storage_options
+
+        with storage_options(**options):
+            return super().invoke(ctx)
 
 
 class _RolloutGroup(click.Group):
@@ -89,8 +99,7 @@ class _RolloutGroup(click.Group):
         **extra: Any,
     ) -> Any:
         prog = prog_name or "rollout"
-        with _fresh_storage_options():
-            code = self._run(args, prog, complete_var, **extra)
+        code = self._run(args, prog, complete_var, **extra)
         if standalone_mode:
             code = _flush_stdout(code)
             sys.exit(code)
@@ -128,15 +137,6 @@ class _RolloutGroup(click.Group):
                 EXIT_ERROR,
             )
         return rv if isinstance(rv, int) else EXIT_OK
-
-
-@contextlib.contextmanager
-def _fresh_storage_options() -> Iterator[None]:
-    """Storage options given on this command line, and only those, for this run."""
-    from replay.fleet._store import storage_options
-
-    with storage_options(_reset=True):
-        yield
 
 
 def _flush_stdout(code: int) -> int:
@@ -180,9 +180,9 @@ def _remember_storage_options(
 ) -> tuple[str, ...]:
     if values:
         from replay.cli._storage import parse_storage_option
-        from replay.fleet._store import add_storage_options
 
-        add_storage_options(dict(parse_storage_option(v) for v in values))
+        given = dict(parse_storage_option(v) for v in values)
+        ctx.meta[_STORAGE_KEY] = {**ctx.meta.get(_STORAGE_KEY, {}), **given}
     return values
 
 

@@ -25,7 +25,6 @@ __all__ = [
     "Store",
     "StoreAccessError",
     "StoreError",
-    "add_storage_options",
     "current_storage_options",
     "RootScan",
     "INDEX_DIR",
@@ -53,23 +52,17 @@ class StoreAccessError(StoreError, PermissionError):
 
 
 @contextlib.contextmanager
-def storage_options(*, _reset: bool = False, **options: Any) -> Iterator[None]:
+def storage_options(**options: Any) -> Iterator[None]:
     """Give fsspec options (``key``, ``secret``, ``endpoint_url``, ...) to every URL opened inside.
 
     They are added to fsspec's own configuration for the duration of the block, in this
-    thread and the tasks it starts; the innermost block wins. Options added inside the block
-    by :func:`add_storage_options` end with it.
+    thread and the tasks it starts; the innermost block wins.
     """
-    token = _OPTIONS.set(dict(options) if _reset else {**_OPTIONS.get(), **options})
+    token = _OPTIONS.set({**_OPTIONS.get(), **options})
     try:
         yield
     finally:
         _OPTIONS.reset(token)
-
-
-def add_storage_options(options: Mapping[str, Any]) -> None:
-    """Add ``options`` until the end of the enclosing :func:`storage_options` block."""
-    _OPTIONS.set({**_OPTIONS.get(), **options})
 
 
 def current_storage_options() -> dict[str, Any]:
