@@ -1072,7 +1072,22 @@ def profile_missed(cfg: Config, lib: Library, rep: Report, work: Path) -> None:
 # --- main ----------------------------------------------------------------------------------------
 
 
-SECTIONS = ("write", "resume", "stop", "memory", "scaling")
+SECTIONS = ("write", "resume", "stop", "memory", "scaling", "fleet")
+
+
+def section_fleet(cfg: Config, rep: Report) -> None:
+    """The object-storage rows (benchmarks/fleet.py)."""
+    from benchmarks.fleet import run_fleet
+
+    def add(
+        case: str, value: str, vs: str, ratio: float | None, goal: str, ok: bool | None
+    ) -> None:
+        status = "info" if ok is None else _status(ok)
+        rep.add(Row("fleet", case, value, vs, ratio, goal, status))
+        if ok is False:
+            rep.missed.append(f"fleet: {case}")
+
+    run_fleet(cfg.quick, add, rep.raw)
 
 
 def environment(cfg: Config, lib: Library) -> dict[str, Any]:
@@ -1142,6 +1157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "stop": lambda: section_stop(cfg, lib, rep),
             "memory": lambda: section_memory(cfg, lib, rep),
             "scaling": lambda: section_scaling(cfg, lib, rep, work),
+            "fleet": lambda: section_fleet(cfg, rep),
         }
         for s in only:
             t0 = time.perf_counter()

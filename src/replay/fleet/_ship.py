@@ -101,12 +101,12 @@ class _Digests:
     size: int = 0
     md5: str = ""
     part_etag: str = ""
-    sha256: str = ""
+    blake2b: str = ""
 
 
 def _digests(fd: int, size: int) -> _Digests:
-    """MD5 (S3's ETag of a one-part upload), the multipart ETag at our part size, and SHA-256."""
-    whole, sha = hashlib.md5(usedforsecurity=False), hashlib.sha256()
+    """MD5 (S3's ETag of a one-part upload), the multipart ETag at our part size, BLAKE2b."""
+    whole, b2 = hashlib.md5(usedforsecurity=False), hashlib.blake2b()
     parts: list[bytes] = []
     offset = 0
     while offset < size:
@@ -117,7 +117,7 @@ def _digests(fd: int, size: int) -> _Digests:
             if not chunk:
                 raise OSError(errno.EIO, "the file got shorter while it was read")
             whole.update(chunk)
-            sha.update(chunk)
+            b2.update(chunk)
             part.update(chunk)
             offset += len(chunk)
         parts.append(part.digest())
@@ -126,18 +126,18 @@ def _digests(fd: int, size: int) -> _Digests:
         size=size,
         md5=whole.hexdigest(),
         part_etag=f"{multipart}-{len(parts)}",
-        sha256=sha.hexdigest(),
+        blake2b=b2.hexdigest(),
     )
 
 
-def _read_back_sha256(store: Store, key: str) -> tuple[str, int]:
-    sha = hashlib.sha256()
+def _read_back_blake2b(store: Store, key: str) -> tuple[str, int]:
+    b2 = hashlib.blake2b()
     n = 0
     with store.fs.open(key, "rb", block_size=PART_BYTES) as f:
         while chunk := f.read(PART_BYTES):
-            sha.update(chunk)
+            b2.update(chunk)
             n += len(chunk)
-    return sha.hexdigest(), n
+    return b2.hexdigest(), n
 
 
 @attrs.define
@@ -154,9 +154,9 @@ def _same_bytes(store: Store, key: str, info: dict[str, Any], d: _Digests, c: _C
     if etag and etag in (d.md5, d.part_etag):
         return True
     # No checksum this store computes that we can match: read the object back.
-    digest, n = _read_back_sha256(store, key)
+    digest, n = _read_back_blake2b(store, key)
     c.read_back += n
-    return digest == d.sha256
+    return digest == d.blake2b
 
 
 def _info(store: Store, key: str) -> dict[str, Any] | None:

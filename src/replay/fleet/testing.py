@@ -21,13 +21,15 @@ __all__ = ["LocalS3", "Request"]
 
 @attrs.frozen
 class Request:
-    """One request the server answered: method, path and query, status, body bytes sent."""
+    """One request the server answered: method, path and query, status, the bytes of the
+    response's body, the range asked for, and the bytes of the request's body."""
 
     method: str
     path: str
     status: int
     body_bytes: int
     range: str | None = None
+    sent_bytes: int = 0
 
 
 class LocalS3:
