@@ -190,3 +190,12 @@ def test_ship_wants_a_local_root_and_a_url(tmp_path: Path, bucket: str) -> None:
     """`ship --root s3://...` and `--to DIR` are usage errors, not silent no-ops."""
     assert run("ship", "--root", bucket, "--to", bucket).exit_code == 2
     assert run("ship", "--root", str(tmp_path), "--to", str(tmp_path)).exit_code == 2
+
+
+def test_shipping_moves_each_byte_once(local: Path, bucket: str, s3_env: LocalS3) -> None:
+    """The bytes sent and received while shipping are at most 1.05 times the data shipped."""
+    data = sum(len(b) for b in sealed(local).values())
+    s3_env.reset_counts()
+    ship(local, bucket)
+    wire = sum(r.sent_bytes + r.body_bytes for r in s3_env.counted())
+    assert data <= wire <= 1.05 * data

@@ -27,6 +27,7 @@ def connect(store: Store | None = None) -> Any:
     # Keep DuckDB off the network and off the home directory: nothing is auto-installed.
     con.execute("SET autoinstall_known_extensions = false")
     con.execute("SET autoload_known_extensions = false")
+    con.execute("SET enable_progress_bar = false")
     if store is not None and store.scheme != "file":
         con.register_filesystem(store.fs)
     return con

@@ -42,7 +42,6 @@ _LISTING_COLUMNS: Final = (
     "path",
     "size",
     "version",
-    "indexed_at",
     "head",
     "stop_checkpoint",
     "stop_terminal",
@@ -89,16 +88,24 @@ class FleetIndex:
     files: tuple[str, ...]
 
 
-def newest_rows_sql(files: Sequence[str], store: Store, columns: str = "*") -> str:
-    """A query for the newest row per object across the index's parts, tombstones dropped."""
+def newest_rows_sql(
+    files: Sequence[str], store: Store, columns: str = "*", *, unique: bool = False
+) -> str:
+    """A query for the newest row per object across the index's parts, tombstones dropped.
+
+    ``unique`` says the parts hold one row per object and no tombstone (a first run, or a
+    rebuild): the rows are then read as they are, without the window that picks the newest.
+    """
     listed = ", ".join("'" + duck_path(store, f).replace("'", "''") + "'" for f in files)
     # Built from our own column names and the index's part paths (quotes doubled), never
     # from a value read out of a rollout.
+    parts = f"read_parquet([{listed}], union_by_name = true, hive_partitioning = false)"
+    if unique:
+        return f"SELECT {columns} FROM {parts}"  # noqa: S608
     return (
         f"SELECT {columns} FROM ("  # noqa: S608
         f"SELECT *, row_number() OVER (PARTITION BY path ORDER BY indexed_at DESC) AS _n "
-        f"FROM read_parquet([{listed}], union_by_name = true, hive_partitioning = false)"
-        ") WHERE _n = 1 AND NOT deleted"
+        f"FROM {parts}) WHERE _n = 1 AND NOT deleted"
     )
 
 
@@ -109,11 +116,14 @@ def read_index(store: Store, files: Sequence[str]) -> FleetIndex | None:
         return None
     con = connect(store)
     try:
-        rows = con.execute(newest_rows_sql(files, store, ", ".join(_LISTING_COLUMNS))).fetchall()
         written = con.execute(
-            "SELECT max(indexed_at) FROM read_parquet(?, union_by_name = true)",
+            "SELECT max(indexed_at), count(*) = count(DISTINCT path) AND NOT bool_or(deleted) "
+            "FROM read_parquet(?, union_by_name = true)",
             [[duck_path(store, f) for f in files]],
         ).fetchone()
+        unique = bool(written is not None and written[1])
+        query = newest_rows_sql(files, store, ", ".join(_LISTING_COLUMNS), unique=unique)
+        rows = con.execute(query).fetchall()
     except Exception:
         # A damaged part makes the index useless, never the listing wrong: read the objects.
         return None
@@ -121,7 +131,7 @@ def read_index(store: Store, files: Sequence[str]) -> FleetIndex | None:
         con.close()
     out: dict[str, IndexRow] = {}
     for r in rows:
-        (path, size, version, _, head, cp, term, earlier, after, damaged, scanned, exh, found,
+        (path, size, version, head, cp, term, earlier, after, damaged, scanned, exh, found,
          killed) = r  # fmt: skip
         terminal = _record(term)
         checkpoint = _record(cp)

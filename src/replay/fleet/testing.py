@@ -32,6 +32,37 @@ class Request:
     sent_bytes: int = 0
 
 
+class _CountingInput:
+    """A request body that counts the bytes read from it (the bytes the client sent)."""
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+        self.count = 0
+
+    def read(self, *args: Any) -> bytes:
+        data: bytes = self._raw.read(*args)
+        self.count += len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        n: int = self._raw.readinto(buffer)
+        self.count += n or 0
+        return n
+
+    def readline(self, *args: Any) -> bytes:
+        data: bytes = self._raw.readline(*args)
+        self.count += len(data)
+        return data
+
+    def __iter__(self) -> Iterator[bytes]:
+        for line in self._raw:
+            self.count += len(line)
+            yield line
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+
 class LocalS3:
     """moto's S3 server on 127.0.0.1, counting requests; use as a context manager or start/stop."""
 
@@ -52,6 +83,8 @@ class LocalS3:
                 status[0] = int(code.split(" ", 1)[0])
                 return start_response(code, headers, *rest)
 
+            body = _CountingInput(environ["wsgi.input"])
+            environ["wsgi.input"] = body
             n = 0
             for chunk in app(environ, start):
                 n += len(chunk)
@@ -61,7 +94,12 @@ class LocalS3:
             with self._lock:
                 self.requests.append(
                     Request(
-                        environ["REQUEST_METHOD"], path, status[0], n, environ.get("HTTP_RANGE")
+                        environ["REQUEST_METHOD"],
+                        path,
+                        status[0],
+                        n,
+                        environ.get("HTTP_RANGE"),
+                        body.count,
                     )
                 )
 
