@@ -10,7 +10,7 @@ import attrs
 
 from replay._location import ObjectURL
 from replay.fleet._index import gone_rows, now_utc, read_index, run_id, write_parts
-from replay.fleet._jobs import batches, run_batches, verify_batch
+from replay.fleet._jobs import BATCH_OBJECTS, batches, run_batches, verify_batch
 from replay.fleet._rows import index_rows
 from replay.fleet._store import list_objects, open_store, scan_root, store_error
 
@@ -18,19 +18,23 @@ __all__ = ["IndexReport", "build_index", "verify_fleet"]
 
 
 def verify_fleet(
-    url: str | os.PathLike[str], *, scheduler: str | None = None
+    url: str | os.PathLike[str], *, scheduler: str | None = None, batch: int = BATCH_OBJECTS
 ) -> list[dict[str, Any]]:
     """Verify every rollout object under ``url``; one plain result per object, in path order.
 
     Each result has the fields of ``rollout verify --json`` (``url``, ``session_id``,
     ``status``, ``verified``, ``digest``, ``messages``, ``degraded``, ``problems``,
     ``error``). ``scheduler``: ``None`` (this process), ``"local"`` (a Dask ``LocalCluster``)
-    or a Dask scheduler's address.
+    or a Dask scheduler's address. ``batch`` is the most objects one task reads.
     """
     store = open_store(url)
     infos = list_objects(store)
     results = run_batches(
-        verify_batch, os.fspath(url), store.options, batches(infos), scheduler=scheduler
+        verify_batch,
+        os.fspath(url),
+        store.options,
+        batches(infos, objects=batch),
+        scheduler=scheduler,
     )
     return [r for batch in results for r in batch]
 
@@ -50,7 +54,11 @@ class IndexReport:
 
 
 def build_index(
-    url: str | os.PathLike[str], *, rebuild: bool = False, scheduler: str | None = None
+    url: str | os.PathLike[str],
+    *,
+    rebuild: bool = False,
+    scheduler: str | None = None,
+    batch: int = BATCH_OBJECTS,
 ) -> IndexReport:
     """Index every rollout object under ``url``: new and changed ones only, unless ``rebuild``.
 
@@ -72,7 +80,12 @@ def build_index(
             todo.append(info)
     now = now_utc()
     results = run_batches(
-        index_rows, os.fspath(url), store.options, batches(todo), now, scheduler=scheduler
+        index_rows,
+        os.fspath(url),
+        store.options,
+        batches(todo, objects=batch),
+        now,
+        scheduler=scheduler,
     )
     rows: list[dict[str, Any]] = [r for batch_rows, _ in results for r in batch_rows]
     errors = tuple(e for _, batch_errors in results for e in batch_errors)
