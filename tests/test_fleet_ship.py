@@ -27,6 +27,7 @@ def run(*args: str) -> Result:
 def objects(url: str) -> dict[str, bytes]:
     """Every object under ``url``, by key relative to it."""
     fs = fsspec.filesystem("s3")
+    fs.invalidate_cache()  # s3fs caches listings; the bucket changed behind its back
     base = url.removeprefix("s3://").rstrip("/")
     return {p[len(base) + 1 :]: fs.cat_file(p) for p in fs.find(base)}
 
@@ -199,3 +200,45 @@ def test_shipping_moves_each_byte_once(local: Path, bucket: str, s3_env: LocalS3
     ship(local, bucket)
     wire = sum(r.sent_bytes + r.body_bytes for r in s3_env.counted())
     assert data <= wire <= 1.05 * data
+
+
+def test_a_ship_killed_at_a_random_moment_is_finished_by_the_next(
+    tmp_path: Path, bucket: str, s3_env: LocalS3
+) -> None:
+    """`rollout ship --move` killed with SIGKILL mid-run: a rerun ships the rest; each file
+    ends up exactly once in the bucket with its bytes, and none is lost."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = tmp_path / "many"
+    for i in range(60):
+        RolloutBuilder(root, session_id=f"k{i:03d}").extend(conversation(2)).stop(
+            StopKind.COMPLETED
+        ).write()
+    before = {p.name: p.read_bytes() for p in root.glob("*.jsonl")}
+    fs = fsspec.filesystem("s3")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "replay", "ship", "--root", str(root), "--to", bucket, "--move"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            fs.invalidate_cache()
+            if len(fs.find(bucket.removeprefix("s3://"))) >= 10:
+                break
+            time.sleep(0.02)
+        killed = proc.poll() is None
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+    left = len(list(root.glob("*.jsonl")))
+    assert killed, "the ship finished before it could be killed: ship more files"
+    assert 0 < left < 60, left
+    report = ship(root, bucket, move=True)
+    assert report.ok
+    assert list(root.glob("*.jsonl")) == []
+    assert objects(bucket) == {f"2026-12-02/{n}": b for n, b in before.items()}
