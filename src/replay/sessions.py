@@ -212,8 +212,13 @@ def read_session_entry(path: str | os.PathLike[str]) -> SessionEntry:
     """The listing entry of one rollout: its first line and its tail, never its messages.
 
     A file that cannot be read is returned flagged :attr:`SessionFlag.UNREADABLE`; a path that
-    is not a regular file raises :class:`~replay.NotARegularFileError` at once.
+    is not a regular file raises :class:`~replay.NotARegularFileError` at once. A URL is read
+    from its object's head and tail, as :func:`list_sessions` lists it.
     """
+    if is_url(path):
+        from replay.fleet._objects import object_entry
+
+        return object_entry(os.fspath(path))
     return _session_entry(path if isinstance(path, Path) else Path(path), strict=True)
 
 

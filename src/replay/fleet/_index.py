@@ -24,7 +24,7 @@ from ledger.codec import RecordDecodeError, decode_record
 from ledger.records import AgentCheckpoint, Terminal
 from replay._location import ObjectURL
 from replay.fleet._duck import connect, duck_path
-from replay.fleet._store import INDEX_DIR, ObjectInfo, Store, open_store, store_error
+from replay.fleet._store import INDEX_DIR, ObjectInfo, Store, store_error
 from replay.sessions import SessionEntry, entry_from_parts
 from replay.stop import StopFacts
 
@@ -158,18 +158,17 @@ def read_index(store: Store, files: Sequence[str]) -> FleetIndex | None:
     return FleetIndex(rows=out, written_at=when.astimezone(UTC), files=tuple(files))
 
 
-def tombstone(info_path: str, url: str, key: str, size: int, version: str, now: datetime,
-              day: Any) -> dict[str, Any]:  # fmt: skip
-    """The row that says an object the index held is gone."""
+def tombstone(store: Store, path: str, row: IndexRow, now: datetime) -> dict[str, Any]:
+    """The row that says the object at ``path``, which the index held as ``row``, is gone."""
     return {
-        "path": info_path,
-        "url": url,
-        "key": key,
-        "size": size,
-        "version": version,
+        "path": path,
+        "url": str(store.url_of(path)),
+        "key": store.key(path),
+        "size": row.size,
+        "version": row.version,
         "indexed_at": now,
         "deleted": True,
-        "day": day,
+        "day": None,
     }
 
 
@@ -214,11 +213,6 @@ def run_id(now: datetime) -> str:
     return now.strftime("%Y%m%dT%H%M%S%fZ") + "-" + secrets.token_hex(4)
 
 
-def open_index_store(url: str) -> Store:
-    """The store of a fleet root, for the index functions."""
-    return open_store(url)
-
-
 def gone_rows(
     index: FleetIndex | None, infos: Sequence[ObjectInfo], store: Store, now: datetime
 ) -> list[dict[str, Any]]:
@@ -226,11 +220,7 @@ def gone_rows(
     if index is None:
         return []
     present = {i.path for i in infos}
-    return [
-        tombstone(p, str(store.url_of(p)), store.key(p), r.size, r.version, now, None)
-        for p, r in index.rows.items()
-        if p not in present
-    ]
+    return [tombstone(store, p, r, now) for p, r in index.rows.items() if p not in present]
 
 
 def now_utc() -> datetime:

@@ -18,7 +18,14 @@ import os
 from collections.abc import Sequence
 from typing import Any, BinaryIO, Final
 
-from replay.fleet._store import ObjectInfo, Store, StoreError, open_store, store_error
+from replay.fleet._store import (
+    ObjectInfo,
+    Store,
+    StoreError,
+    open_store,
+    store_error,
+    version_of,
+)
 from replay.sessions import SessionEntry, entry_from_parts
 from replay.stop import DEFAULT_SCAN_BUDGET, StopFacts, stop_facts_from_bytes, stop_facts_from_file
 
@@ -26,6 +33,7 @@ __all__ = [
     "HEAD_BYTES",
     "LISTING_BYTES",
     "object_entries",
+    "object_entry",
     "object_stop_facts",
     "open_object",
 ]
@@ -269,6 +277,20 @@ def _entry(store: Store, info: ObjectInfo, part: list[Any]) -> SessionEntry:
             stop=None,
             unreadable=store_error(exc, info.url, "reading the object"),
         )
+
+
+def object_entry(url: str) -> SessionEntry:
+    """The listing entry of the one object at ``url`` (its size from the store, then as listed)."""
+    store = open_store(url)
+    path = store.path_of(url)
+    try:
+        info = store.fs.info(path)
+    except Exception as exc:
+        raise store_error(exc, url, "looking at the object") from None
+    listed = ObjectInfo(
+        path=path, url=store.url_of(path), size=int(info["size"]), version=version_of(info)
+    )
+    return object_entries(store, [listed])[0]
 
 
 def _fetch_head(store: Store, info: ObjectInfo) -> bytes:

@@ -33,6 +33,7 @@ __all__ = [
     "open_store",
     "storage_options",
     "store_error",
+    "version_of",
 ]
 
 _OPTIONS: ContextVar[Mapping[str, Any]] = ContextVar("rollout_storage_options", default={})  # noqa: B039 - never mutated
