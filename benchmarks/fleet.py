@@ -96,7 +96,8 @@ def run_fleet(quick: bool, add: Add, raw: dict[str, Any]) -> None:
         import fsspec
 
         from replay.fleet import fleet_sql, list_fleet, ship
-        from replay.fleet._index import read_index
+        from replay.fleet._duck import connect
+        from replay.fleet._index import newest_rows_sql, read_index
         from replay.fleet._objects import LISTING_BYTES
         from replay.fleet._store import open_store, scan_root
         from replay.fleet.testing import LocalS3
@@ -219,6 +220,22 @@ def run_fleet(quick: bool, add: Add, raw: dict[str, Any]) -> None:
                 None,
                 "<= 1 s" if not quick else "info",
                 best <= 1.0 if not quick else None,
+            )
+            # Beside it, the index's own answer: the listing's columns as rows, from DuckDB.
+            con = connect(store)
+            t0 = time.perf_counter()
+            columns = "session_id, agent_name, started_at, stop_kind, replayable, size, messages"
+            rows = con.execute(newest_rows_sql(parts, store, columns)).fetchall()
+            t_rows = time.perf_counter() - t0
+            con.close()
+            raw["fleet_index_rows"] = {"n": len(rows), "seconds": t_rows}
+            add(
+                f"  query the index's columns for {len(rows):,} sessions",
+                f"{t_rows:.2f} s",
+                "",
+                None,
+                "info",
+                None,
             )
         finally:
             for k, v in saved.items():
