@@ -218,3 +218,25 @@ def test_sql_without_an_index_says_so(fleet: tuple[list[Path], str], tmp_path: P
     assert "rollout index" in result.stderr
     empty = run("sql", "--json", "--root", str(tmp_path / "void"), "SELECT 1")
     assert empty.exit_code == 1
+
+
+def test_usage_records_are_summed_once_per_response(bucket: str, tmp_path: Path) -> None:
+    """The index sums the format's usage records as the reducer does: a repeat counts once."""
+    from datetime import UTC, datetime
+
+    from ledger import Usage, encode_line
+
+    b = RolloutBuilder(tmp_path, session_id="usage-2").add(Message(role="user", content="hi"))
+    when = datetime(2026, 12, 2, 10, tzinfo=UTC)
+    once = Usage(seq=90, ts=when, response_id="r1", model="m1", input_tokens=7, output_tokens=2)
+    again = Usage(seq=91, ts=when, response_id="r1", model="m1", input_tokens=7, output_tokens=2)
+    other = Usage(seq=92, ts=when, model="m1", input_tokens=1, cache_read_tokens=5)
+    for u in (once, again, other):
+        b.raw(encode_line(u))
+    upload([b.write()], bucket)
+    build_index(bucket)
+    with fleet_sql(bucket) as q:
+        row = q.query(
+            "SELECT input_tokens, output_tokens, cache_read_tokens, usage_responses FROM sessions"
+        ).rows
+    assert row == ((8, 2, 5, 2),)

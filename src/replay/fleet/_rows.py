@@ -70,6 +70,10 @@ COLUMNS: Final[Mapping[str, str]] = {
     "terminals": "BIGINT",
     "input_tokens": "BIGINT",
     "output_tokens": "BIGINT",
+    "cache_read_tokens": "BIGINT",
+    "cache_write_tokens": "BIGINT",
+    "reasoning_tokens": "BIGINT",
+    "usage_responses": "BIGINT",
     "flags": "VARCHAR[]",
     # What the listing needs to rebuild the entry exactly (ADR 0143).
     "head": "VARCHAR",
@@ -195,7 +199,15 @@ def _read_row(store: Store, info: ObjectInfo, now: datetime) -> dict[str, Any]:
     verification = verify_replay(rep)
     messages = rep.messages
     roles = Counter(m.role for m in messages)
-    usage = [u for u in (_usage(m) for m in messages if m.role == Role.ASSISTANT) if u]
+    totals = state.usage
+    # The format's usage records (ADR 0121), each response once; a file without any (written
+    # before them, or by a framework that keeps the provider's usage in the message) may still
+    # carry a provider's `usage` verbatim in its assistant messages.
+    usage = (
+        [(totals.input_tokens, totals.output_tokens)]
+        if totals.responses
+        else [u for u in (_usage(m) for m in messages if m.role == Role.ASSISTANT) if u]
+    )
     stats = {
         "status": str(verification.verdict),
         "verified": rep.verified,
@@ -211,6 +223,10 @@ def _read_row(store: Store, info: ObjectInfo, now: datetime) -> dict[str, Any]:
         "terminals": types[Terminal],
         "input_tokens": sum(u[0] for u in usage) if usage else None,
         "output_tokens": sum(u[1] for u in usage) if usage else None,
+        "cache_read_tokens": totals.cache_read_tokens if totals.responses else None,
+        "cache_write_tokens": totals.cache_write_tokens if totals.responses else None,
+        "reasoning_tokens": totals.reasoning_tokens if totals.responses else None,
+        "usage_responses": totals.responses or len(usage),
     }
     entry = entry_from_parts(info.url, size=size, head=head, stop=stop)
     if size != info.size:
