@@ -1083,7 +1083,22 @@ def section_import(cfg: Config, rep: Report, work: Path) -> None:
     rep.raw["import"] = importing.section_import(cfg.quick, add, work)
 
 
-SECTIONS = ("write", "resume", "stop", "memory", "scaling", "import")
+SECTIONS = ("write", "resume", "stop", "memory", "scaling", "import", "fleet")
+
+
+def section_fleet(cfg: Config, rep: Report) -> None:
+    """The object-storage rows (benchmarks/fleet.py)."""
+    from benchmarks.fleet import run_fleet
+
+    def add(
+        case: str, value: str, vs: str, ratio: float | None, goal: str, ok: bool | None
+    ) -> None:
+        status = "info" if ok is None else _status(ok)
+        rep.add(Row("fleet", case, value, vs, ratio, goal, status))
+        if ok is False:
+            rep.missed.append(f"fleet: {case}")
+
+    run_fleet(cfg.quick, add, rep.raw)
 
 
 def environment(cfg: Config, lib: Library) -> dict[str, Any]:
@@ -1154,6 +1169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "memory": lambda: section_memory(cfg, lib, rep),
             "scaling": lambda: section_scaling(cfg, lib, rep, work),
             "import": lambda: section_import(cfg, rep, work),
+            "fleet": lambda: section_fleet(cfg, rep),
         }
         for s in only:
             t0 = time.perf_counter()

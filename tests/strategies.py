@@ -1173,3 +1173,29 @@ VALID_FIELDS.update(
 VALID_FIELDS[Reasoning] = {**VALID_FIELDS[Reasoning], "placeholder": maybe_text}
 VALID_FIELDS[Compacted] = {**VALID_FIELDS[Compacted], "extra": maybe_raw_object}
 BOUNDARY_TYPES = tuple(VALID_FIELDS)
+
+# --- the fleet: object storage, the index, SQL ---------------------------------------------------
+
+storage_option_values = st.one_of(
+    st.booleans(),
+    st.integers(min_value=-(2**53), max_value=2**53),
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=20).filter(
+        lambda s: s.strip() == s and not s[:1].isdigit() and s not in ("true", "false", "null")
+    ),
+    st.dictionaries(ident, st.integers(min_value=0, max_value=1000), max_size=3),
+)
+"""Values a ``--storage-option KEY=VALUE`` may carry (JSON, or a plain string)."""
+
+fleet_session_shapes = st.fixed_dictionaries(
+    {
+        "turns": st.sampled_from([0, 1, 3, 250]),  # 250 turns make a rollout over 64 KiB
+        "stop": st.sampled_from(["paused", "completed", "failed", "mystery", None]),
+        "killed": st.booleans(),
+        "resumed": st.booleans(),
+        "child": st.booleans(),
+        "damaged_head": st.booleans(),
+    }
+)
+"""How one rollout of a generated fleet ends: size, stop kind, killed, resumed, child, head."""
+
+fleet_shapes = st.lists(fleet_session_shapes, min_size=1, max_size=5)

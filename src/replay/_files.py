@@ -15,6 +15,8 @@ import os
 import stat
 from typing import BinaryIO, Final
 
+from replay._location import is_url
+
 __all__ = ["NotARegularFileError", "open_rollout", "open_rollout_fd"]
 
 _NONBLOCK: Final = getattr(os, "O_NONBLOCK", 0)
@@ -87,7 +89,15 @@ def open_rollout_fd(path: str | os.PathLike[str]) -> int:
 
 
 def open_rollout(path: str | os.PathLike[str]) -> BinaryIO:
-    """:func:`open_rollout_fd` as a buffered binary file object (closed by the caller)."""
+    """:func:`open_rollout_fd` as a buffered binary file object (closed by the caller).
+
+    A URL (``s3://bucket/x.jsonl``) opens the object through :mod:`replay.fleet` instead: a
+    buffered, seekable stream of ranged reads.
+    """
+    if is_url(path):
+        from replay.fleet._objects import open_object
+
+        return open_object(os.fspath(path))
     fd = open_rollout_fd(path)
     try:
         return os.fdopen(fd, "rb")

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Final
 
 from ledger.naming import RolloutNameError, parse_rollout_filename, session_token
-from replay.sessions import iter_rollout_paths
+from replay._location import Location, location
+from replay.sessions import WalkError, iter_rollout_paths
 
 __all__ = [
     "AmbiguousSessionError",
@@ -30,7 +31,7 @@ _MAX_LISTED: Final = 5
 class SessionLookupError(LookupError):
     """No single rollout answers a session id or prefix; the message says why and what to do."""
 
-    def __init__(self, message: str, *, root: Path, query: str) -> None:
+    def __init__(self, message: str, *, root: Location, query: str) -> None:
         super().__init__(message)
         self.root = root
         self.query = query
@@ -44,7 +45,12 @@ class AmbiguousSessionError(SessionLookupError):
     """A prefix matches several sessions; ``candidates`` are ``(session_id, path)`` pairs."""
 
     def __init__(
-        self, message: str, *, root: Path, query: str, candidates: tuple[tuple[str, Path], ...]
+        self,
+        message: str,
+        *,
+        root: Location,
+        query: str,
+        candidates: tuple[tuple[str, Location], ...],
     ) -> None:
         super().__init__(message, root=root, query=query)
         self.candidates = candidates
@@ -54,7 +60,13 @@ class DuplicateSessionError(SessionLookupError):
     """Several files claim one full session id (SPEC section 6); ``paths`` lists them."""
 
     def __init__(
-        self, message: str, *, root: Path, query: str, session_id: str, paths: tuple[Path, ...]
+        self,
+        message: str,
+        *,
+        root: Location,
+        query: str,
+        session_id: str,
+        paths: tuple[Location, ...],
     ) -> None:
         super().__init__(message, root=root, query=query)
         self.session_id = session_id
@@ -74,7 +86,23 @@ def _token_of(query: str, agent_name: str | None) -> str | None:
         return None
 
 
-def find_session(root: str | os.PathLike[str], session_id_or_prefix: str) -> Path:
+def _candidates(base: Location, on_error: WalkError) -> list[Location]:
+    """The rollouts under ``base`` by path: files by the listing's walk, or objects."""
+    if isinstance(base, Path):
+        return sorted(iter_rollout_paths(base, on_error=on_error))
+    from replay.fleet._store import list_objects, open_store
+
+    return [o.url for o in list_objects(open_store(base))]
+
+
+def _relative(path: Location, base: Location) -> str:
+    if isinstance(path, Path):
+        return str(path.relative_to(base))
+    prefix = str(base).rstrip("/") + "/"
+    return path[len(prefix) :] if path.startswith(prefix) else path
+
+
+def find_session(root: str | os.PathLike[str], session_id_or_prefix: str) -> Location:
     """The rollout under ``root`` whose session id is, or starts with, ``session_id_or_prefix``.
 
     An exact id wins over longer ids it prefixes; otherwise exactly one session must match.
@@ -83,6 +111,9 @@ def find_session(root: str | os.PathLike[str], session_id_or_prefix: str) -> Pat
     :class:`SessionLookupError`; ``NotADirectoryError``/``FileNotFoundError`` when ``root`` is
     not a directory; ``TypeError``/``ValueError`` for a query that is not a non-empty string
     without NUL. Only file names are read, never the files.
+
+    ``root`` may be a URL (``s3://bucket/prefix``): the object names under it are searched the
+    same way, and the result is the object's :class:`~replay.ObjectURL`.
     """
     if not isinstance(session_id_or_prefix, str):
         raise TypeError(
@@ -94,14 +125,14 @@ def find_session(root: str | os.PathLike[str], session_id_or_prefix: str) -> Pat
         raise ValueError("an empty session id names no session: give an id or a prefix of one")
     if "\x00" in query:
         raise ValueError(f"session id {query!r} contains a NUL character")
-    base = Path(root)
-    if not base.is_dir():
+    base = location(root)
+    if isinstance(base, Path) and not base.is_dir():
         what = "is not a directory" if base.exists() else "does not exist"
         error = NotADirectoryError if base.exists() else FileNotFoundError
         raise error(f"root {base} {what}: give the directory that holds the rollouts")
-    matches: dict[str, list[Path]] = {}
+    matches: dict[str, list[Location]] = {}
     unreadable: list[OSError] = []
-    for path in sorted(iter_rollout_paths(base, on_error=unreadable.append)):
+    for path in _candidates(base, unreadable.append):
         try:
             name = parse_rollout_filename(path.name)
         except RolloutNameError:
@@ -144,7 +175,7 @@ def find_session(root: str | os.PathLike[str], session_id_or_prefix: str) -> Pat
     if len(paths) > 1:
         raise DuplicateSessionError(
             f"{len(paths)} files under {base} claim session id {sid!r}: "
-            f"{_listed((str(p.relative_to(base)) for p in paths), len(paths))}; a session id "
+            f"{_listed((_relative(p, base) for p in paths), len(paths))}; a session id "
             "names one rollout: move or rename all but one (`rollout verify --all` fails them)",
             root=base,
             query=query,
@@ -152,7 +183,7 @@ def find_session(root: str | os.PathLike[str], session_id_or_prefix: str) -> Pat
             paths=tuple(paths),
         )
     found = paths[0]
-    if not found.resolve().is_relative_to(base.resolve()):
+    if isinstance(found, Path) and not found.resolve().is_relative_to(Path(base).resolve()):
         # The walk already skips such links; a resolver must not rely on that alone.
         raise SessionLookupError(
             f"{found} points outside the root {base}; it is not read", root=base, query=query

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Final
 
 import attrs
@@ -25,6 +24,7 @@ from ledger.records import AgentCheckpoint, SessionMeta, Terminal
 from ledger.reducer import ReplayState
 from replay._checks import check_budget, check_callable, check_count
 from replay._files import open_rollout
+from replay._location import Location, location
 from replay.stop import StopFacts, stop_facts_from_file
 from replay.verdict import damage
 
@@ -81,7 +81,7 @@ class Replay:
     the file's tail. ``estimated_tokens`` is counted by ``token_counter`` when first read.
     """
 
-    path: Path
+    path: Location
     meta: SessionMeta | None
     messages: tuple[Message, ...]
     checkpoint: AgentCheckpoint | None
@@ -168,15 +168,19 @@ def read_replay(
     replaced) is then not looked at. ``whole_file=True`` reads every line, as an audit does.
 
     A path that is not a regular file (a FIFO, a device, a directory) raises
-    :class:`~replay.NotARegularFileError` at once. A parameter of the wrong type raises
-    ``TypeError``, a negative or non-finite one ``ValueError``, each naming the parameter.
+    :class:`~replay.NotARegularFileError` at once. ``path`` may be the URL of an object on any
+    fsspec file system (``s3://bucket/x.jsonl``, with the ``fleet`` extra): it is read in
+    ranged blocks, and an object replaced while it is read raises an ``OSError``. A parameter
+    of the wrong type raises ``TypeError``, a negative or non-finite one ``ValueError``, each
+    naming the parameter.
     """
     check_budget("token_budget", token_budget)
     check_count("max_messages", max_messages)
     check_callable("token_counter", token_counter)
     try:
         with open_rollout(path) as f:
-            stop = stop_facts_from_file(f, os.fstat(f.fileno()).st_size)
+            # Seeking to the end gives the size of a local file and of an object alike.
+            stop = stop_facts_from_file(f, f.seek(0, os.SEEK_END))
             # Only the window after the last compaction is read (memory follows the window,
             # not the file), unless the checkpoint to verify lies before that compaction or the
             # tail scan could not tell where the last checkpoint is.
@@ -191,7 +195,7 @@ def read_replay(
         raise
     return replay_from_state(
         state,
-        Path(path),
+        location(path),
         stop=stop,
         token_budget=token_budget,
         max_messages=max_messages,
@@ -201,7 +205,7 @@ def read_replay(
 
 def replay_from_state(
     state: ReplayState,
-    path: Path,
+    path: Location,
     *,
     stop: StopFacts,
     token_budget: float | None = None,

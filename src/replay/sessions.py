@@ -32,6 +32,7 @@ from ledger.naming import (
 )
 from ledger.records import SessionMeta
 from replay._files import NotARegularFileError, open_rollout_fd
+from replay._location import Location, is_url
 from replay.eligibility import Eligibility, Tier, child_without_coordinates, resume_eligibility
 from replay.stop import StopFacts, stop_facts_from_bytes, stop_facts_from_fd
 
@@ -39,6 +40,8 @@ __all__ = [
     "SessionEntry",
     "SessionFlag",
     "WalkError",
+    "entry_from_parts",
+    "finish_listing",
     "iter_rollout_paths",
     "raise_walk_error",
     "list_sessions",
@@ -70,7 +73,7 @@ class SessionEntry:
     name. ``notes`` says in words what each flag means for this file.
     """
 
-    path: Path
+    path: Location
     name: RolloutName | None
     session_id: str | None
     agent_name: str | None
@@ -166,9 +169,23 @@ def list_sessions(
     A file that is not a regular file (replaced by a FIFO while listing) is listed, flagged
     :attr:`SessionFlag.UNREADABLE`, never waited on. Two files claiming one session id are
     both flagged :attr:`SessionFlag.DUPLICATE_SESSION_ID`.
+
+    ``root`` may also be the URL of a prefix on any fsspec file system (``s3://bucket/x``):
+    the objects are listed by :func:`replay.fleet.list_fleet`, from the fleet's index when
+    there is one and from each object's head and tail otherwise.
     """
+    if is_url(root):
+        from replay.fleet import list_fleet
+
+        return list_fleet(os.fspath(root)).entries
     _check_root(root)
-    entries = [_session_entry(p, strict=False) for p in iter_rollout_paths(root, on_error=on_error)]
+    walked = iter_rollout_paths(root, on_error=on_error)
+    return finish_listing([_session_entry(p, strict=False) for p in walked])
+
+
+def finish_listing(entries: Iterable[SessionEntry]) -> tuple[SessionEntry, ...]:
+    """Flag duplicate ids and missing parents across ``entries``, and sort them oldest first."""
+    entries = list(entries)
     counts = Counter(e.session_id for e in entries if e.session_id is not None)
     dupes = {sid for sid, n in counts.items() if n > 1}
     if dupes:
@@ -225,17 +242,17 @@ def read_session_entry(path: str | os.PathLike[str]) -> SessionEntry:
     """The listing entry of one rollout: its first line and its tail, never its messages.
 
     A file that cannot be read is returned flagged :attr:`SessionFlag.UNREADABLE`; a path that
-    is not a regular file raises :class:`~replay.NotARegularFileError` at once.
+    is not a regular file raises :class:`~replay.NotARegularFileError` at once. A URL is read
+    from its object's head and tail, as :func:`list_sessions` lists it.
     """
+    if is_url(path):
+        from replay.fleet._objects import object_entry
+
+        return object_entry(os.fspath(path))
     return _session_entry(path if isinstance(path, Path) else Path(path), strict=True)
 
 
 def _session_entry(p: Path, *, strict: bool) -> SessionEntry:
-    flags: list[SessionFlag] = []
-    notes: list[str] = []
-    meta: SessionMeta | None = None
-    size = 0
-    why: str | None = None
     try:
         fd = open_rollout_fd(p)
         try:
@@ -243,23 +260,53 @@ def _session_entry(p: Path, *, strict: bool) -> SessionEntry:
             first = os.read(fd, _SMALL_FILE)
             if len(first) >= size:
                 # Small file (the usual case): one read serves the head and the tail.
-                meta, why = _parse_head(_first_line(first))
                 stop = stop_facts_from_bytes(first)
+                head = first
             else:
                 head = first
                 if b"\n" not in head:
                     head += os.pread(fd, _HEAD_LIMIT - len(head), len(head))
-                meta, why = _parse_head(_first_line(head))
                 stop = stop_facts_from_fd(fd, size)
         finally:
             os.close(fd)
     except OSError as exc:
         if strict and isinstance(exc, NotARegularFileError):
             raise
+        return entry_from_parts(p, size=0, head=None, stop=None, unreadable=exc)
+    return entry_from_parts(p, size=size, head=head, stop=stop)
+
+
+def entry_from_parts(
+    path: Location,
+    *,
+    size: int,
+    head: bytes | None,
+    stop: StopFacts | None,
+    unreadable: BaseException | None = None,
+) -> SessionEntry:
+    """The listing entry of a rollout from what was read of it: its first bytes and stop facts.
+
+    ``head`` holds at least the first line (or the first 4 MiB); ``unreadable`` is the error
+    met instead when the file could not be read (the entry is then flagged
+    :attr:`SessionFlag.UNREADABLE`). Local files and objects are listed by the same rules.
+    """
+    flags: list[SessionFlag] = []
+    notes: list[str] = []
+    meta: SessionMeta | None = None
+    why: str | None = None
+    if unreadable is not None or head is None or stop is None:
         flags.append(SessionFlag.UNREADABLE)
-        notes.append(f"cannot read the file: {exc.strerror or exc}")
+        detail = (
+            (getattr(unreadable, "strerror", None) or str(unreadable) or type(unreadable).__name__)
+            if unreadable is not None
+            else "nothing could be read"
+        )
+        notes.append(f"cannot read the file: {detail}")
         stop = StopFacts(found=False)
-    name = _parse_name(p.name, meta, flags, notes)
+        size = 0
+    else:
+        meta, why = _parse_head(_first_line(head))
+    name = _parse_name(path.name, meta, flags, notes)
     if why is not None:
         flags.append(SessionFlag.HEAD_DAMAGED)
         notes.append(f"first line: {why}; identity taken from the file name")
@@ -281,7 +328,7 @@ def _session_entry(p: Path, *, strict: bool) -> SessionEntry:
             replayable=False, tier=Tier.UNKNOWN, reason=f"stop unknown: {notes[0]}"
         )
     return SessionEntry(
-        path=p,
+        path=path,
         name=name,
         session_id=meta.session_id if meta is not None else (name.session_id if name else None),
         agent_name=meta.agent_name if meta is not None else (name.agent_name if name else None),

@@ -22,6 +22,7 @@ from ledger.codec import RecordDecodeError, decode_record
 from ledger.records import AgentCheckpoint, StopKind, Terminal
 from replay._checks import check_count
 from replay._files import open_rollout_fd
+from replay._location import is_url
 
 __all__ = [
     "DEFAULT_SCAN_BUDGET",
@@ -110,9 +111,14 @@ def read_stop_facts(
 
     Never raises for a file without stop records (``found=False``); raises ``OSError`` when the
     file cannot be read, :class:`~replay.NotARegularFileError` (an ``OSError``) at once when
-    ``path`` is not a regular file.
+    ``path`` is not a regular file. ``path`` may be the URL of an object (``s3://...``): its
+    tail is then read by ranged requests.
     """
     check_count("scan_budget", scan_budget)
+    if is_url(path):
+        from replay.fleet._objects import object_stop_facts
+
+        return object_stop_facts(os.fspath(path), scan_budget=scan_budget)
     fd = open_rollout_fd(path)
     try:
         return stop_facts_from_fd(fd, os.fstat(fd).st_size, scan_budget=scan_budget)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
 import click
 
+from replay._location import Location
 from replay.cli._errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from replay.cli._paths import existing_root, resolve_root, resolve_target
 from replay.cli._render import safe_console, terminal_safe
@@ -43,6 +44,7 @@ _PIPE_WIDTH: Final = 160
 _ROOT_KEY: Final = "rollout.root"
 _JSON_KEY: Final = "rollout.json"
 _WALK_FAILED_KEY: Final = "rollout.walk_failed"
+_STORAGE_KEY: Final = "rollout.storage_options"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -73,6 +75,18 @@ class RolloutCommand(click.Command):
         self.walk_error_status = walk_error_status
 
     def invoke(self, ctx: click.Context) -> Any:
+        """Run the command with the ``--storage-option`` values given (for this run only); a
+        closed standard output ends it quietly, and a directory it could not read under the
+        root ends it with a failure status."""
+        options = ctx.meta.get(_STORAGE_KEY)
+        if not options:
+            return self._invoke(ctx)
+        from replay.fleet._store import storage_options
+
+        with storage_options(**options):
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         status: int | None = None
         try:
             rv = super().invoke(ctx)
@@ -189,12 +203,32 @@ def _remember_json(ctx: click.Context, _: click.Parameter, value: bool) -> bool:
     return value
 
 
+def _remember_storage_options(
+    ctx: click.Context, _: click.Parameter, values: tuple[str, ...]
+) -> tuple[str, ...]:
+    if values:
+        from replay.cli._storage import parse_storage_option
+
+        given = dict(parse_storage_option(v) for v in values)
+        ctx.meta[_STORAGE_KEY] = {**ctx.meta.get(_STORAGE_KEY, {}), **given}
+    return values
+
+
 _root_option = click.option(
     "--root",
-    metavar="DIR",
+    metavar="DIR|URL",
     expose_value=False,
     callback=_remember_root,
-    help="Directory of rollouts [default: $ROLLOUT_HOME, else ~/.rollout].",
+    help="Directory of rollouts, or a URL such as s3://bucket/prefix "
+    "[default: $ROLLOUT_HOME, else ~/.rollout].",
+)
+_storage_option = click.option(
+    "--storage-option",
+    metavar="KEY=VALUE",
+    multiple=True,
+    expose_value=False,
+    callback=_remember_storage_options,
+    help="An fsspec option for URL roots (endpoint_url=..., anon=true); repeatable.",
 )
 _json_option = click.option(
     "--json",
@@ -212,20 +246,30 @@ class State:
         self._meta = meta
 
     @property
-    def root(self) -> Path:
-        """The root: --root, else $ROLLOUT_HOME, else ~/.rollout."""
+    def root(self) -> Location:
+        """The root: --root, else $ROLLOUT_HOME, else ~/.rollout (a directory or a URL)."""
         return resolve_root(self._meta.get(_ROOT_KEY))
+
+    def local_root(self, command: str) -> Path:
+        """The root, which must be a local directory for ``command``."""
+        root = self.root
+        if not isinstance(root, Path):
+            raise CliError(
+                f"`{command}` works on a local directory, not on {root}: pass --root DIR",
+                EXIT_USAGE,
+            )
+        return root
 
     @property
     def json(self) -> bool:
         """Whether --json was given, before or after the subcommand."""
         return bool(self._meta.get(_JSON_KEY))
 
-    def existing_root(self) -> Path:
-        """The root, which must be a directory."""
+    def existing_root(self) -> Location:
+        """The root, which must be a directory (or a URL)."""
         return existing_root(self.root)
 
-    def target(self, arg: str) -> Path:
+    def target(self, arg: str) -> Location:
         """The file a PATH|SESSION_ID argument names."""
         return resolve_target(self.root, arg)
 
@@ -262,7 +306,7 @@ def subcommand(
     """
 
     def decorate(f: F) -> RolloutCommand:
-        f = _root_option(f)
+        f = _storage_option(_root_option(f))
         if json_output:
             f = _json_option(f)
         return click.command(name, cls=RolloutCommand, json_output=json_output, **attrs)(f)
@@ -290,6 +334,7 @@ def exit_with(code: int) -> NoReturn:
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @_root_option
+@_storage_option
 @_json_option
 @click.version_option(package_name="rollout-ledger", prog_name="rollout")
 def cli() -> None:

@@ -35,7 +35,15 @@ __all__ = [
 JSON_VERSION: Final = 1
 """Bumped only when a field changes meaning or disappears; new fields do not bump it."""
 
-_encoder = msgspec.json.Encoder(order="deterministic")
+
+def _enc_hook(value: Any) -> Any:
+    # An object's URL (replay.ObjectURL) is a str subclass, which msgspec leaves to the hook.
+    if isinstance(value, str):
+        return str(value)
+    raise NotImplementedError(f"cannot encode {type(value).__name__} as JSON")
+
+
+_encoder = msgspec.json.Encoder(order="deterministic", enc_hook=_enc_hook)
 
 
 def time_json(when: datetime | None) -> str | None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Final
 
 from ledger.naming import ROLLOUT_SUFFIX
+from replay._location import Location, ObjectURL, is_url
 from replay.cli._errors import EXIT_USAGE, CliError
 from replay.lookup import SessionLookupError, find_session
 
@@ -39,8 +40,10 @@ def _no_nul(value: str, what: str) -> str:
     return value
 
 
-def resolve_root(option: str | None, environ: Mapping[str, str] | None = None) -> Path:
+def resolve_root(option: str | None, environ: Mapping[str, str] | None = None) -> Location:
     """The root: ``--root``, else ``$ROLLOUT_HOME``, else ``~/.rollout``.
+
+    A URL (``s3://bucket/prefix``, any fsspec scheme) is a root on object storage.
 
     An empty ``--root`` or an empty (or blank) ``ROLLOUT_HOME`` is a usage error: it is almost
     always a variable that was meant to be set, and falling back to the home directory would
@@ -52,7 +55,8 @@ def resolve_root(option: str | None, environ: Mapping[str, str] | None = None) -
             raise CliError(
                 "--root is empty: give the directory that holds the rollouts", EXIT_USAGE
             )
-        return Path(_no_nul(option, "--root")).expanduser()
+        _no_nul(option, "--root")
+        return ObjectURL(option.rstrip("/")) if is_url(option) else Path(option).expanduser()
     home = env.get(_ENV)
     if home is not None:
         if not home.strip():
@@ -61,12 +65,18 @@ def resolve_root(option: str | None, environ: Mapping[str, str] | None = None) -
                 "or unset it to use ~/.rollout",
                 EXIT_USAGE,
             )
-        return Path(_no_nul(home, _ENV)).expanduser()
+        _no_nul(home, _ENV)
+        return ObjectURL(home.rstrip("/")) if is_url(home) else Path(home).expanduser()
     return Path.home() / ".rollout"
 
 
-def existing_root(root: Path) -> Path:
-    """``root`` if it is a directory; otherwise a :class:`CliError` that says how to get one."""
+def existing_root(root: Location) -> Location:
+    """``root`` if it is a directory; otherwise a :class:`CliError` that says how to get one.
+
+    A URL is taken as it is: the store says whether it exists when it is listed.
+    """
+    if isinstance(root, ObjectURL):
+        return root
     if not root.exists():
         raise CliError(
             f"root {root} does not exist: pass --root DIR or set ROLLOUT_HOME "
@@ -77,16 +87,24 @@ def existing_root(root: Path) -> Path:
     return root
 
 
-def rollout_files(root: Path) -> Iterator[Path]:
-    """Every rollout file the listing sees under ``root``, in a stable order."""
+def rollout_files(root: Location) -> Iterator[Location]:
+    """Every rollout file (or object) the listing sees under ``root``, in a stable order."""
+    if isinstance(root, ObjectURL):
+        from replay.fleet._store import list_objects, open_store
+
+        yield from (o.url for o in list_objects(open_store(root)))
+        return
     from replay.sessions import iter_rollout_paths
 
     yield from sorted(iter_rollout_paths(root))
 
 
-def path_json(path: Path) -> str:
+def path_json(path: Location) -> str:
     """A path as ``--json`` output gives it everywhere: absolute, symlinks not resolved; bytes
-    of a name that are not UTF-8 are shown as ``\\xNN`` (JSON text must be Unicode)."""
+    of a name that are not UTF-8 are shown as ``\\xNN`` (JSON text must be Unicode). An
+    object's URL is given as it is."""
+    if isinstance(path, ObjectURL):
+        return str(path)
     text = os.path.abspath(path)
     try:
         text.encode("utf-8")
@@ -102,13 +120,16 @@ def looks_like_path(arg: str) -> bool:
     """Whether a PATH|SESSION_ID argument names a file rather than a session.
 
     A path ends in ``.jsonl``, starts with ``/``, ``./``, ``../`` or ``~``, or is ``.`` or
-    ``..``. Anything else (``org/42`` included) is a session id or a prefix of one.
+    ``..``, or is a URL (``s3://bucket/x.jsonl``). Anything else (``org/42`` included) is a
+    session id or a prefix of one.
     """
+    if is_url(arg):
+        return True
     starts = _PATH_STARTS + tuple(s.replace("/", os.sep) for s in _PATH_STARTS if os.sep != "/")
     return arg.endswith(ROLLOUT_SUFFIX) or arg.startswith(starts) or arg in {".", ".."}
 
 
-def resolve_target(root: Path, arg: str) -> Path:
+def resolve_target(root: Location, arg: str) -> Location:
     """The rollout file that ``arg`` names: a path wherever it is, or a session id or prefix.
 
     A path (:func:`looks_like_path`) is the user's choice and is read wherever it lies; it must
@@ -118,6 +139,8 @@ def resolve_target(root: Path, arg: str) -> Path:
     _no_nul(arg, "argument")
     if not arg:
         raise CliError("an empty argument names no session: give a session id prefix or a path")
+    if is_url(arg):
+        return ObjectURL(arg)
     if looks_like_path(arg):
         try:
             path = Path(arg).expanduser()

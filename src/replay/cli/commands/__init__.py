@@ -10,6 +10,7 @@ from typing import Final
 from replay.cli.commands import (
     demo,
     exporting,
+    fleet,
     grep,
     importing,
     listing,
@@ -27,6 +28,7 @@ GROUPS: Final[tuple[ModuleType, ...]] = (
     grep,
     importing,
     exporting,
+    fleet,
     schema,
     demo,
 )

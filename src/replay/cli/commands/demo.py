@@ -20,7 +20,7 @@ def demo() -> None:
     """
     from replay.cli._demo import run_demo
 
-    root = state().root
+    root = state().local_root("demo")
     root.mkdir(parents=True, exist_ok=True)
     run_demo(console(), root, _how_invoked())
 

@@ -50,9 +50,10 @@ def export_cmd(session: str, fmt: str, output: str | None) -> None:
     path = opts.target(session)
     rep = read_replay(path, whole_file=True)
     children: tuple[SessionEntry, ...] = ()
-    if rep.session_id is not None and opts.root.is_dir():
+    root = opts.root
+    if rep.session_id is not None and (not isinstance(root, Path) or root.is_dir()):
         sid = rep.session_id
-        listed = list_sessions(opts.root, on_error=opts.walk_error)
+        listed = list_sessions(root, on_error=opts.walk_error)
         children = tuple(e for e in listed if e.parent_session_id == sid)
     text = export(rep, fmt, sessions=children)
     if output == "-":
@@ -76,13 +77,14 @@ def export_cmd(session: str, fmt: str, output: str | None) -> None:
     click.echo(f"wrote {target}")
 
 
-def _is_a_rollout(target: Path, source: Path) -> bool:
+def _is_a_rollout(target: Path, source: object) -> bool:
     """Whether ``target`` is the session's own file, a file a writer holds, or any file whose
     first line is a ``session_meta``."""
     if not os.path.lexists(target):
         return False
     try:
-        if os.path.samefile(target, source) or writer_active(target):
+        same = isinstance(source, Path) and os.path.samefile(target, source)
+        if same or writer_active(target):
             return True
         with open_rollout(target) as f:
             head = f.readline(HEAD_LIMIT + 1)

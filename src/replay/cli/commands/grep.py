@@ -23,10 +23,11 @@ from ledger.naming import RolloutNameError, parse_rollout_filename
 from ledger.reader import iter_entries
 from ledger.records import Compacted, MessageRecord, ReasoningRecord, SessionMeta
 from replay._files import open_rollout
+from replay._location import Location
 from replay.cli._app import console, exit_with, state, subcommand
 from replay.cli._errors import EXIT_USAGE, CliError
 from replay.cli._json import dump
-from replay.cli._paths import parse_since, path_json
+from replay.cli._paths import parse_since, path_json, rollout_files
 from replay.cli._render import short_id
 from replay.sessions import iter_rollout_paths
 
@@ -48,7 +49,7 @@ _SPACE: Final = re.compile(r"\s+")
 class Hit:
     """One match: where (file, line, role, field) and what (the text it was found in)."""
 
-    path: Path
+    path: Location
     session_id: str | None
     line: int
     role: str
@@ -118,7 +119,7 @@ class _Query:
     reasoning: bool
 
 
-def search_file(path: Path, query: _Query) -> Iterator[Hit]:
+def search_file(path: Location, query: _Query) -> Iterator[Hit]:
     """The hits in one rollout, in file order, read as a stream (raises ``OSError``)."""
     session_id: str | None = None
     try:
@@ -157,12 +158,15 @@ def search_file(path: Path, query: _Query) -> Iterator[Hit]:
                     yield Hit(path, session_id, line, role, field, text, m_.start(), m_.end(), tool)
 
 
-def _walk(root: Path, sessions: tuple[str, ...]) -> Iterator[Path]:
+def _walk(root: Location, sessions: tuple[str, ...]) -> Iterator[Location]:
     if not sessions:
-        yield from iter_rollout_paths(root, ordered=True, on_error=state().walk_error)
+        if isinstance(root, Path):
+            yield from iter_rollout_paths(root, ordered=True, on_error=state().walk_error)
+        else:
+            yield from rollout_files(root)
         return
     opts = state()
-    seen: set[Path] = set()
+    seen: set[Location] = set()
     for arg in sessions:
         try:
             path = opts.target(arg)
@@ -200,7 +204,7 @@ def _hit_line(hit: Hit, pattern: re.Pattern[str]) -> Text:
     return line
 
 
-def _warn(out: Console, path: Path, exc: OSError) -> None:
+def _warn(out: Console, path: Location, exc: OSError) -> None:
     from rich.text import Text
 
     out.print(Text(f"rollout grep: error: {path}: {exc.strerror or exc}; skipped"))

@@ -40,16 +40,22 @@ def import_cmd(tool: str, sources: tuple[str, ...], dry_run: bool) -> None:
 
     module = claude_code if tool == "claude-code" else codex
     opts = state()
+    root = opts.root
+    if not isinstance(root, Path):
+        raise CliError(
+            f"rollouts are imported into a local directory, not {root}: import with --root DIR, "
+            "then `rollout ship --to URL`"
+        )
     paths = [Path(s) for s in sources] or [module.default_source()]
     missing = [p for p in paths if not p.exists()]
     if missing:
         raise CliError(f"{missing[0]}: no such file or directory: name a SOURCE to import")
     with _progress(paths, enabled=not opts.json) as step:
-        report = module.import_sessions(paths, opts.root, dry_run=dry_run, progress=step)
+        report = module.import_sessions(paths, root, dry_run=dry_run, progress=step)
     if opts.json:
         click.echo(dump(report.to_json()))
     else:
-        _summary(report, opts.root)
+        _summary(report, root)
     if any(f.status == "failed" for f in report.files):
         exit_with(EXIT_ERROR)
 

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from replay._location import Location, ObjectURL
 from replay.cli._app import console, state, subcommand
 from replay.cli._json import dump, eligibility_json, stop_json, time_json
 from replay.cli._paths import parse_since, path_json
-from replay.cli._render import sessions_table, short_id
+from replay.cli._render import sessions_table, short_id, short_time
 from replay.sessions import SessionEntry, list_sessions
 from replay.tree import SessionNode, session_tree
 
@@ -65,7 +66,19 @@ def ls_cmd(agent: str | None, resumable: bool, since: str | None) -> None:
     opts = state()
     threshold = parse_since(since) if since is not None else None
     root = opts.existing_root()
-    entries = newest_first(list_sessions(root, on_error=opts.walk_error))
+    index: dict[str, Any] | None = None
+    if isinstance(root, ObjectURL):
+        from replay.fleet import list_fleet
+
+        listing = list_fleet(root)
+        entries = newest_first(listing.entries)
+        index = {
+            "written_at": time_json(listing.index_written_at),
+            "from_index": listing.from_index,
+            "read": listing.read,
+        }
+    else:
+        entries = newest_first(list_sessions(root, on_error=opts.walk_error))
     if agent is not None:
         entries = [e for e in entries if e.agent_name == agent]
     if resumable:
@@ -73,20 +86,45 @@ def ls_cmd(agent: str | None, resumable: bool, since: str | None) -> None:
     if threshold is not None:
         entries = [e for e in entries if e.started_at is not None and e.started_at >= threshold]
     if opts.json:
-        click.echo(dump({"root": path_json(root), "sessions": [entry_json(e) for e in entries]}))
+        document: dict[str, Any] = {
+            "root": path_json(root),
+            "sessions": [entry_json(e) for e in entries],
+        }
+        if index is not None:
+            document["index"] = index
+        click.echo(dump(document))
         return
     out = console()
     if not entries:
         out.print(f"no sessions under {root} match", style="dim")
-        return
-    out.print(sessions_table(entries))
+    else:
+        out.print(sessions_table(entries))
+    if index is not None:
+        out.print(_index_note(index), style="dim")
+
+
+def _index_note(index: dict[str, Any]) -> str:
+    """Where a fleet listing came from: the index and its age, and the objects read."""
+    if index["written_at"] is None:
+        return (
+            f"no index: {index['read']} object(s) read from their heads and tails "
+            "(`rollout index` writes one)"
+        )
+    written = datetime.fromisoformat(index["written_at"])
+    age = datetime.now(UTC) - written
+    minutes = int(age.total_seconds() // 60)
+    ago = f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
+    return (
+        f"index written {short_time(written)} UTC ({ago} ago): {index['from_index']} "
+        f"session(s) from it, {index['read']} object(s) new or changed since read directly"
+    )
 
 
 def _node_json(node: SessionNode) -> dict[str, Any]:
     return {**entry_json(node.entry), "children": [_node_json(c) for c in node.children]}
 
 
-def _node_label(e: SessionEntry, focus: Path | None) -> Text:
+def _node_label(e: SessionEntry, focus: Location | None) -> Text:
     from rich.text import Text
 
     label = Text(short_id(e.session_id), style="bold cyan")
@@ -105,7 +143,7 @@ def _node_label(e: SessionEntry, focus: Path | None) -> Text:
     return label
 
 
-def _contains(node: SessionNode, path: Path) -> bool:
+def _contains(node: SessionNode, path: Location) -> bool:
     stack = [node]
     while stack:
         n = stack.pop()
@@ -157,7 +195,7 @@ def tree_cmd(session: str | None) -> None:
 
 
 def _print_forest(
-    out: Console, nodes: Sequence[SessionNode], focus: Path | None, title: str
+    out: Console, nodes: Sequence[SessionNode], focus: Location | None, title: str
 ) -> None:
     from rich.tree import Tree
 

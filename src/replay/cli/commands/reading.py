@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from replay._files import open_rollout
+from replay._location import Location, ObjectURL
 from replay.cli._app import console, exit_with, state, subcommand
 from replay.cli._errors import EXIT_OVER_BUDGET, EXIT_VERIFY_FAILED
 from replay.cli._json import degradation_json, dump, eligibility_json, messages_json, stop_json
@@ -34,8 +34,11 @@ if TYPE_CHECKING:
 __all__ = ["checkpoint_line", "replay_cmd", "session_header", "show", "shown_path"]
 
 
-def shown_path(path: Path, root: Path) -> str:
+def shown_path(path: Location, root: Location) -> str:
     """A path for people: relative to the root when it lies inside, else as absolute."""
+    if isinstance(path, ObjectURL) or isinstance(root, ObjectURL):
+        text, prefix = str(path), str(root).rstrip("/") + "/"
+        return text[len(prefix) :] if text.startswith(prefix) else text
     try:
         return str(path.resolve().relative_to(root.resolve()))
     except (ValueError, OSError):
@@ -70,7 +73,7 @@ def show(session: str, raw: bool, full: bool) -> None:
         render_degradations(out, rep.degraded)
 
 
-def _show_raw(path: Path) -> None:
+def _show_raw(path: Location) -> None:
     from ledger.codec import encode_record
     from ledger.damage import Degradation
     from ledger.reader import iter_entries
@@ -89,8 +92,8 @@ def _show_raw(path: Path) -> None:
 
 def session_header(
     out: Console,
-    root: Path,
-    path: Path,
+    root: Location,
+    path: Location,
     meta: SessionMeta | None,
     stop: StopFacts,
     eligibility: Eligibility,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -11,11 +10,13 @@ import click
 
 from ledger.damage import Degradation
 from ledger.locking import writer_active
+from replay._location import Location, ObjectURL
 from replay.cli._app import console, exit_with, state, subcommand
 from replay.cli._errors import EXIT_VERIFY_FAILED
 from replay.cli._json import degradation_json, dump
 from replay.cli._paths import path_json
 from replay.cli._render import short_id
+from replay.cli.commands.fleet import SCHEDULER_HELP, scheduler_value
 from replay.cli.commands.reading import shown_path
 from replay.replay import read_replay
 from replay.sessions import SessionFlag, list_sessions
@@ -33,7 +34,7 @@ _PROGRESS_FROM: Final = 8
 class _Result:
     """One file's verdict, as printed and as JSON."""
 
-    path: Path
+    path: Location
     session_id: str | None
     verdict: Verdict
     verified: bool = False
@@ -58,7 +59,7 @@ class _Result:
         }
 
 
-def _check(path: Path, duplicate: str | None) -> _Result:
+def _check(path: Location, duplicate: str | None) -> _Result:
     try:
         # A writer seen before or after the read may have been mid-write during it.
         live = writer_active(path)
@@ -90,7 +91,7 @@ def _check(path: Path, duplicate: str | None) -> _Result:
     )
 
 
-def _line(result: _Result, root: Path) -> Text:
+def _line(result: _Result, root: Location) -> Text:
     from rich.text import Text
 
     style = {Verdict.OK: "green", Verdict.UNVERIFIED: "yellow", Verdict.FAILED: "bold red"}
@@ -109,7 +110,13 @@ def _line(result: _Result, root: Path) -> Text:
 @click.argument("paths", nargs=-1, metavar="[PATH|SESSION_ID]...")
 @click.option("--all", "all_", is_flag=True, help="Verify every rollout under the root.")
 @click.option("--strict", is_flag=True, help="Fail sessions that have no checkpoint to verify.")
-def verify(paths: tuple[str, ...], all_: bool, strict: bool) -> None:
+@click.option(
+    "--scheduler",
+    default="local",
+    show_default=True,
+    help="With --all on a URL root: " + SCHEDULER_HELP,
+)
+def verify(paths: tuple[str, ...], all_: bool, strict: bool, scheduler: str) -> None:
     """Check each session's digest against its file and look for damage.
 
     One line per session: ok (digest verified, no damage), unverified (nothing to verify
@@ -122,7 +129,11 @@ def verify(paths: tuple[str, ...], all_: bool, strict: bool) -> None:
         raise click.UsageError("give PATH/SESSION_ID arguments or --all, not both")
     if not all_ and not paths:
         raise click.UsageError("give at least one PATH or SESSION_ID, or --all")
-    duplicates: dict[Path, str] = {}
+    duplicates: dict[Location, str] = {}
+    root = opts.existing_root() if all_ else opts.root
+    if all_ and isinstance(root, ObjectURL):
+        _verify_fleet(root, scheduler_value(scheduler), strict)
+        return
     if all_:
         entries = list_sessions(opts.existing_root(), on_error=opts.walk_error)
         files = sorted(e.path for e in entries)
@@ -137,7 +148,7 @@ def verify(paths: tuple[str, ...], all_: bool, strict: bool) -> None:
     out = console()
     results: list[_Result] = []
 
-    def check(path: Path, emit: Callable[[Text], None]) -> None:
+    def check(path: Location, emit: Callable[[Text], None]) -> None:
         result = _check(path, duplicates.get(path))
         results.append(result)
         if not opts.json:
@@ -163,5 +174,59 @@ def verify(paths: tuple[str, ...], all_: bool, strict: bool) -> None:
         )
     elif len(files) != 1:
         out.print(f"{len(files)} session(s) checked, {failed} failed")
+    if failed:
+        exit_with(EXIT_VERIFY_FAILED)
+
+
+def _verify_fleet(root: ObjectURL, scheduler: str | None, strict: bool) -> None:
+    """`verify --all` on a URL root: every object, on Dask unless told otherwise (ADR 0144)."""
+    from replay.fleet import verify_fleet
+
+    opts = state()
+    raw = verify_fleet(root, scheduler=scheduler)
+    claims: dict[str, int] = {}
+    for r in raw:
+        if r["session_id"] is not None:
+            claims[r["session_id"]] = claims.get(r["session_id"], 0) + 1
+    results = []
+    for r in raw:
+        verdict = Verdict(r["status"])
+        reasons = tuple(r["problems"])
+        if r["session_id"] is not None and claims[r["session_id"]] > 1:
+            dupe = (
+                f"another object under the root claims session id {r['session_id']} "
+                f"[{SessionFlag.DUPLICATE_SESSION_ID}]"
+            )
+            reasons = (dupe, *(reasons if verdict is Verdict.FAILED else ()))
+            verdict = Verdict.FAILED
+        results.append(
+            _Result(
+                path=ObjectURL(r["url"]),
+                session_id=r["session_id"],
+                verdict=verdict,
+                verified=r["verified"],
+                digest=r["digest"],
+                messages=r["messages"],
+                checkpoint_messages=r["checkpoint_messages"],
+                degraded=tuple(
+                    Degradation(kind=d["kind"], detail=d["detail"], line=d["line"], seq=d["seq"])
+                    for d in r["degraded"]
+                ),
+                reasons=reasons,
+                error=r["error"],
+            )
+        )
+    failed = sum(
+        r.verdict is Verdict.FAILED or (strict and r.verdict is Verdict.UNVERIFIED) for r in results
+    )
+    if opts.json:
+        click.echo(
+            dump({"ok": failed == 0, "failed": failed, "sessions": [r.json() for r in results]})
+        )
+    else:
+        out = console()
+        for result in results:
+            out.print(_line(result, root))
+        out.print(f"{len(results)} session(s) checked, {failed} failed")
     if failed:
         exit_with(EXIT_VERIFY_FAILED)

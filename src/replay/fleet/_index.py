@@ -1,0 +1,228 @@
+"""The fleet index: one Parquet row per rollout object, partitioned by day, written by DuckDB.
+
+It lives under the root in ``.index/day=YYYY-MM-DD/part-<run>.parquet`` (hidden from the
+listing, as every name starting with a dot is). Each run writes new parts only, create-only,
+for the objects that are new or changed since the index was last written, and a tombstone row
+for each object gone; readers keep the newest row per object. ``rebuild`` writes every row
+anew and then removes the older parts. The index is a cache of what the rollouts say: always
+rebuildable from them, never their source of truth (ADR 0143).
+"""
+
+from __future__ import annotations
+
+import secrets
+import tempfile
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+import msgspec
+
+from ledger.codec import RecordDecodeError, decode_record
+from ledger.records import AgentCheckpoint, Terminal
+from replay._location import ObjectURL
+from replay.fleet._duck import connect, duck_path
+from replay.fleet._store import INDEX_DIR, ObjectInfo, Store, store_error
+from replay.sessions import SessionEntry, entry_from_parts
+from replay.stop import StopFacts
+
+__all__ = [
+    "INDEX_DIR",
+    "FleetIndex",
+    "IndexRow",
+    "read_index",
+    "write_parts",
+]
+
+_json = msgspec.json.Encoder()
+
+_LISTING_COLUMNS: Final = (
+    "path",
+    "size",
+    "version",
+    "head",
+    "stop_checkpoint",
+    "stop_terminal",
+    "stop_earlier_terminal",
+    "stop_records_after",
+    "stop_damaged_lines",
+    "stop_bytes_scanned",
+    "stop_exhausted",
+    "stop_found",
+    "killed",
+)
+
+
+def _record(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return decode_record(text.encode())
+    except RecordDecodeError:
+        return None
+
+
+@attrs.frozen
+class IndexRow:
+    """What the index says of one object: enough to rebuild its listing entry exactly."""
+
+    path: str
+    size: int
+    version: str
+    head: bytes
+    stop: StopFacts
+
+    def entry(self, url: ObjectURL) -> SessionEntry:
+        """The listing entry of the object, as reading its head and tail would give it."""
+        return entry_from_parts(url, size=self.size, head=self.head, stop=self.stop)
+
+
+@attrs.frozen
+class FleetIndex:
+    """The newest row of every object the index describes, and when the index was written."""
+
+    rows: Mapping[str, IndexRow]
+    written_at: datetime
+    files: tuple[str, ...]
+
+
+def newest_rows_sql(
+    files: Sequence[str], store: Store, columns: str = "*", *, unique: bool = False
+) -> str:
+    """A query for the newest row per object across the index's parts, tombstones dropped.
+
+    ``unique`` says the parts hold one row per object and no tombstone (a first run, or a
+    rebuild): the rows are then read as they are, without the window that picks the newest.
+    """
+    listed = ", ".join("'" + duck_path(store, f).replace("'", "''") + "'" for f in files)
+    # Built from our own column names and the index's part paths (quotes doubled), never
+    # from a value read out of a rollout.
+    parts = f"read_parquet([{listed}], union_by_name = true, hive_partitioning = false)"
+    if unique:
+        return f"SELECT {columns} FROM {parts}"  # noqa: S608
+    return (
+        f"SELECT {columns} FROM ("  # noqa: S608
+        f"SELECT *, row_number() OVER (PARTITION BY path ORDER BY indexed_at DESC) AS _n "
+        f"FROM {parts}) WHERE _n = 1 AND NOT deleted"
+    )
+
+
+def read_index(store: Store, files: Sequence[str]) -> FleetIndex | None:
+    """The index in the parts ``files`` (from :func:`scan_root`), or ``None`` when there are none
+    or they cannot be read."""
+    if not files:
+        return None
+    con = connect(store)
+    try:
+        written = con.execute(
+            "SELECT max(indexed_at), count(*) = count(DISTINCT path) AND NOT bool_or(deleted) "
+            "FROM read_parquet(?, union_by_name = true)",
+            [[duck_path(store, f) for f in files]],
+        ).fetchone()
+        unique = bool(written is not None and written[1])
+        query = newest_rows_sql(files, store, ", ".join(_LISTING_COLUMNS), unique=unique)
+        rows = con.execute(query).fetchall()
+    except Exception:
+        # A damaged part makes the index useless, never the listing wrong: read the objects.
+        return None
+    finally:
+        con.close()
+    out: dict[str, IndexRow] = {}
+    for r in rows:
+        (path, size, version, head, cp, term, earlier, after, damaged, scanned, exh, found,
+         killed) = r  # fmt: skip
+        terminal = _record(term)
+        checkpoint = _record(cp)
+        stop = StopFacts(
+            found=bool(found),
+            kind=terminal.kind if isinstance(terminal, Terminal) else None,
+            stop_kind=terminal.stop_kind if isinstance(terminal, Terminal) else None,
+            reason=terminal.reason if isinstance(terminal, Terminal) else "",
+            checkpoint=checkpoint if isinstance(checkpoint, AgentCheckpoint) else None,
+            terminal=terminal if isinstance(terminal, Terminal) else None,
+            killed=bool(killed),
+            earlier_terminal=_record(earlier),
+            records_after=after,
+            damaged_lines=damaged,
+            bytes_scanned=scanned,
+            exhausted=bool(exh),
+        )
+        out[path] = IndexRow(
+            path=path, size=size, version=version, head=head.encode("utf-8"), stop=stop
+        )
+    when = written[0] if written is not None else None
+    if when is None:
+        return None
+    return FleetIndex(rows=out, written_at=when.astimezone(UTC), files=tuple(files))
+
+
+def tombstone(store: Store, path: str, row: IndexRow, now: datetime) -> dict[str, Any]:
+    """The row that says the object at ``path``, which the index held as ``row``, is gone."""
+    return {
+        "path": path,
+        "url": str(store.url_of(path)),
+        "key": store.key(path),
+        "size": row.size,
+        "version": row.version,
+        "indexed_at": now,
+        "deleted": True,
+        "day": None,
+    }
+
+
+def write_parts(store: Store, rows: Sequence[Mapping[str, Any]], run: str) -> list[str]:
+    """Write ``rows`` as one Parquet part per day under the index, create-only; their paths."""
+    from replay.fleet._rows import COLUMNS
+
+    if not rows:
+        return []
+    written: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="rollout-index-") as tmp:
+        source = Path(tmp, "rows.jsonl")
+        with open(source, "wb") as f:
+            for row in rows:
+                f.write(_json.encode({k: row.get(k) for k in COLUMNS}) + b"\n")
+        out = Path(tmp, "parts")
+        con = connect(None)
+        try:
+            columns = "{" + ", ".join(f"'{k}': '{v}'" for k, v in COLUMNS.items()) + "}"
+            con.execute(  # our column types and temporary paths only
+                f"COPY (SELECT * FROM read_ndjson('{source}', columns = {columns}, "  # noqa: S608
+                "format = 'newline_delimited')) "
+                f"TO '{out}' (FORMAT parquet, PARTITION_BY (day), WRITE_PARTITION_COLUMNS true)"
+            )
+        finally:
+            con.close()
+        for local in sorted(out.rglob("*.parquet")):
+            day = local.parent.name  # day=YYYY-MM-DD, or day=NULL for sessions without a start
+            target = store.join(INDEX_DIR, day, f"part-{run}-{local.stem}.parquet")
+            try:
+                store.fs.makedirs(store.fs._parent(target), exist_ok=True)
+                with store.fs.open(target, "xb") as f:
+                    f.write(local.read_bytes())
+            except Exception as exc:
+                raise store_error(exc, store.url_of(target), "writing the index") from None
+            written.append(target)
+    return written
+
+
+def run_id(now: datetime) -> str:
+    """A part name's run: sortable by time, unique across machines."""
+    return now.strftime("%Y%m%dT%H%M%S%fZ") + "-" + secrets.token_hex(4)
+
+
+def gone_rows(
+    index: FleetIndex | None, infos: Sequence[ObjectInfo], store: Store, now: datetime
+) -> list[dict[str, Any]]:
+    """Tombstones for the objects the index holds that the store no longer lists."""
+    if index is None:
+        return []
+    present = {i.path for i in infos}
+    return [tombstone(store, p, r, now) for p, r in index.rows.items() if p not in present]
+
+
+def now_utc() -> datetime:
+    """The time a run stamps on its rows."""
+    return datetime.now(UTC)
