@@ -25,11 +25,11 @@ import os
 import threading
 import uuid
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Self, TypeVar
+from typing import Any, Final, Self
 
 import msgspec
 
@@ -64,6 +64,7 @@ from ledger.writer_args import (
     split_meta,
     stop_kind,
 )
+from ledger.writer_async import AsyncForms
 from ledger.writer_errors import (
     DEFAULT_DURABILITY,
     Durability,
@@ -102,7 +103,7 @@ def _now() -> datetime:
 _OWN_TYPES: Final = frozenset(RECORD_TYPES)
 
 
-class RolloutWriter:
+class RolloutWriter(AsyncForms):
     """The only writer of one rollout file. Build it with :meth:`create` or :meth:`open`."""
 
     def __init__(
@@ -258,42 +259,6 @@ class RolloutWriter:
             )
             writer._start()
         return writer
-
-    @classmethod
-    async def acreate(
-        cls,
-        directory: str | os.PathLike[str],
-        *,
-        session_id: str | None = None,
-        agent_name: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-        durability: Durability | str = DEFAULT_DURABILITY,
-    ) -> Self:
-        """:meth:`create` without blocking the event loop (the context's coordinates go along).
-
-        Cancelled before it returns, it leaves nothing behind: the rollout it was making is
-        removed once made (nothing was recorded in it), and its lock released (ADR 0055).
-        """
-        task = asyncio.ensure_future(
-            asyncio.to_thread(
-                cls.create,
-                directory,
-                session_id=session_id,
-                agent_name=agent_name,
-                meta=meta,
-                durability=durability,
-            )
-        )
-        return await _unless_cancelled(task, lambda w: w._discard())
-
-    @classmethod
-    async def aopen(
-        cls, path: str | os.PathLike[str], *, durability: Durability | str = DEFAULT_DURABILITY
-    ) -> Self:
-        """:meth:`open` without blocking the event loop; cancelled before it returns, the writer
-        it was making is closed once made (nothing written), so the file is not left locked."""
-        task = asyncio.ensure_future(asyncio.to_thread(cls.open, path, durability=durability))
-        return await _unless_cancelled(task, lambda w: w.close())
 
     def _discard(self) -> None:
         # A writer made for a caller who is gone: nothing of the session was recorded.
@@ -635,59 +600,6 @@ class RolloutWriter:
             except WriterError as close_exc:
                 exc.add_note(f"rollout {self._path}: closing failed: {close_exc}")
 
-    # --- asyncio ------------------------------------------------------------------------------
-
-    async def adrain(self) -> None:
-        """:meth:`drain` without blocking the event loop."""
-        await asyncio.to_thread(self.drain)
-
-    async def astop(
-        self,
-        kind: StopKind | str,
-        reason: str = "",
-        error: ErrorDetail | BaseException | None = None,
-    ) -> Terminal:
-        """:meth:`stop` without blocking the event loop.
-
-        Cancelling the caller does not cancel the stop: it completes, and ``async with`` waits
-        for it rather than writing a second stop point (ADR 0051).
-        """
-        task = asyncio.ensure_future(asyncio.to_thread(self.stop, kind, reason, error))
-        self._stop_task = task
-        return await asyncio.shield(task)
-
-    async def aclose(self) -> None:
-        """:meth:`close` without blocking the event loop."""
-        await asyncio.to_thread(self.close)
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        cancelled = False
-        task = self._stop_task
-        while task is not None and not task.done():
-            try:
-                await asyncio.shield(task)
-            except asyncio.CancelledError:
-                cancelled = True  # finish the stop already asked for, then honour the cancel
-            except Exception:  # its caller got it (or was cancelled before)
-                break
-        exit_task = asyncio.ensure_future(asyncio.to_thread(self.__exit__, exc_type, exc, tb))
-        while not exit_task.done():
-            try:
-                await asyncio.shield(exit_task)
-            except asyncio.CancelledError:
-                cancelled = True
-        exit_task.result()
-        if cancelled and not isinstance(exc, asyncio.CancelledError):
-            raise asyncio.CancelledError
-
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         q = self._q  # no lock: a repr may be asked for while this thread holds it
@@ -745,26 +657,6 @@ class RolloutWriter:
                 # The reader reports a torn last line as such; nothing more can be done here.
                 pass
         return error
-
-
-_W = TypeVar("_W", bound=RolloutWriter)
-
-
-async def _unless_cancelled(task: asyncio.Future[_W], undo: Callable[[_W], None]) -> _W:
-    """Await ``task``; if the caller is cancelled first, ``undo`` the writer it makes."""
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-
-        def later(done: asyncio.Future[_W]) -> None:
-            if not done.cancelled() and done.exception() is None:
-                try:
-                    undo(done.result())
-                except Exception as exc:  # nobody is left to tell but the log
-                    log.error("could not release a writer whose caller was cancelled: %s", exc)
-
-        task.add_done_callback(later)
-        raise
 
 
 # --- writers still open when the interpreter exits ----------------------------------------------
