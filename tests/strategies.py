@@ -20,6 +20,7 @@ from ledger import (
     ErrorDetail,
     Event,
     EventKind,
+    ForkOrigin,
     MediaPart,
     Message,
     MessageRecord,
@@ -30,6 +31,7 @@ from ledger import (
     ReasoningKind,
     ReasoningRecord,
     Record,
+    Rewind,
     Role,
     SessionMeta,
     StopKind,
@@ -1199,3 +1201,77 @@ fleet_session_shapes = st.fixed_dictionaries(
 """How one rollout of a generated fleet ends: size, stop kind, killed, resumed, child, head."""
 
 fleet_shapes = st.lists(fleet_session_shapes, min_size=1, max_size=5)
+
+# --- history operations: forks and rewinds (ADRs 0130-0131) ------------------------------------
+fork_origin_fields: dict[str, st.SearchStrategy[Any]] = {
+    "session_id": ident,
+    "seq": seqs,
+    "digest": text,
+    "message_count": st.integers(min_value=0, max_value=10**6),
+    "path": maybe_text,
+    "copied": st.booleans(),
+}
+fork_origins = st.fixed_dictionaries(fork_origin_fields).map(lambda kw: ForkOrigin(**kw))
+rewind_fields: dict[str, st.SearchStrategy[Any]] = {
+    "seq": seqs,
+    "ts": utc_datetimes,
+    "to": seqs,
+    "reason": text,
+    "extra": maybe_raw_object,
+}
+rewinds = st.fixed_dictionaries(rewind_fields).map(lambda kw: Rewind(**kw))
+RECORD_STRATEGIES.update(
+    {
+        Rewind: rewinds,
+        SessionMeta: session_metas.flatmap(
+            lambda m: (st.none() | fork_origins).map(lambda f: msgspec.structs.replace(m, fork=f))
+        ),
+    }
+)
+VALID_FIELDS.update(
+    {
+        Rewind: rewind_fields,
+        ForkOrigin: fork_origin_fields,
+        SessionMeta: {**VALID_FIELDS[SessionMeta], "fork": st.none() | fork_origins},
+    }
+)
+BOUNDARY_TYPES = tuple(VALID_FIELDS)
+
+HistoryOp = tuple[str, Any]
+"""One operation of a history program: ``("append", Message)``, ``("compact", messages)``,
+``("rewind", seq)`` or ``("stop", None)``."""
+
+history_turns = messages(roles=st.sampled_from([Role.USER, Role.ASSISTANT, Role.TOOL]))
+
+
+@st.composite
+def history_programs(draw: st.DrawFn, max_ops: int = 14) -> list[HistoryOp]:
+    """Appends, compactions, stops and rewinds, each rewind to a record of the conversation as
+    it stands (a seq the writer accepts), as a writer would number them from seq 2."""
+    ops: list[HistoryOp] = []
+    next_seq, base = 2, 1
+    abandoned: list[tuple[int, int]] = []
+    for _ in range(draw(st.integers(min_value=0, max_value=max_ops), label="length")):
+        kind = draw(st.sampled_from(["append", "append", "append", "rewind", "compact", "stop"]))
+        if kind == "append":
+            m = draw(history_turns)
+            ops.append(("append", m))
+            next_seq += len(m.reasoning) + 1
+        elif kind == "compact":
+            ops.append(("compact", tuple(draw(st.lists(history_turns, max_size=3)))))
+            base, abandoned = next_seq, []
+            next_seq += 1
+        elif kind == "stop":
+            ops.append(("stop", None))
+            next_seq += 2
+        else:
+            live = [
+                t
+                for t in range(base, next_seq)
+                if not any(first < t < rewind for first, rewind in abandoned)
+            ]
+            to = draw(st.sampled_from(live), label="rewind to")
+            ops.append(("rewind", to))
+            abandoned.append((to, next_seq))
+            next_seq += 1
+    return ops

@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 import strategies as s
 from ledger import (
+    FORMAT_VERSION,
     ErrorDetail,
+    ForkOrigin,
     InvalidFieldError,
     MediaPart,
     Message,
@@ -24,6 +26,7 @@ from ledger import (
     Reasoning,
     Role,
     RolloutWriter,
+    SessionMeta,
     StopKind,
     Terminal,
     TextPart,
@@ -63,7 +66,11 @@ def _build(cls: type, kwargs: dict[str, object]) -> Any:
 
 
 def _check_round_trip(value: Any, ts: datetime) -> None:
-    if hasattr(value, "seq"):
+    if isinstance(value, ForkOrigin):
+        record = SessionMeta(
+            seq=1, ts=ts, format_version=FORMAT_VERSION, session_id="s", started_at=ts, fork=value
+        )
+    elif hasattr(value, "seq"):
         record = value
     elif isinstance(value, ErrorDetail):
         record = Terminal(seq=2, ts=ts, error=value)

@@ -33,6 +33,11 @@ DAMAGE = {
     DegradationKind.NO_CHECKPOINT: False,
     DegradationKind.DIGEST_MISMATCH: True,
     DegradationKind.AFTER_CHECKPOINT: False,
+    DegradationKind.REWIND_UNRESOLVED: True,
+    DegradationKind.FORK_SOURCE_MISSING: True,
+    DegradationKind.FORK_SOURCE_MOVED: False,
+    DegradationKind.FORK_SOURCE_CHANGED: True,
+    DegradationKind.FORK_LINEAGE_LOOP: True,
 }
 
 

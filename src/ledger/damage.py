@@ -31,10 +31,21 @@ class DegradationKind(StrEnum):
     NO_CHECKPOINT = "no_checkpoint"
     DIGEST_MISMATCH = "digest_mismatch"
     AFTER_CHECKPOINT = "after_checkpoint"
+    REWIND_UNRESOLVED = "rewind_unresolved"
+    """A rewind names a record outside the current conversation; it was not applied."""
+    FORK_SOURCE_MISSING = "fork_source_missing"
+    """A fork's source session was not found: the inherited conversation is missing."""
+    FORK_SOURCE_MOVED = "fork_source_moved"
+    """A fork's source was found by its id, not where the fork recorded it (not damage)."""
+    FORK_SOURCE_CHANGED = "fork_source_changed"
+    """A fork's source no longer holds, up to the fork point, what the fork recorded."""
+    FORK_LINEAGE_LOOP = "fork_lineage_loop"
+    """A chain of fork origins comes back to a file already read."""
 
 
 # Inexactness that does not mean the file is damaged or was edited: a session still running or
-# resumed (no checkpoint yet, records after it), a compaction, a cap, a newer writer's records.
+# resumed (no checkpoint yet, records after it), a compaction, a cap, a newer writer's records,
+# a fork's source found by its id elsewhere (its digest still verifies it).
 # Every other kind, including kinds added later, is damage (default-deny).
 NOT_DAMAGE: Final = frozenset(
     {
@@ -45,6 +56,7 @@ NOT_DAMAGE: Final = frozenset(
         DegradationKind.UNKNOWN_RECORD,
         DegradationKind.UNKNOWN_FIELD,
         DegradationKind.NEWER_FORMAT,
+        DegradationKind.FORK_SOURCE_MOVED,
     }
 )
 

@@ -33,12 +33,14 @@ __all__ = [
     "ErrorDetail",
     "Event",
     "EventKind",
+    "ForkOrigin",
     "MessageRecord",
     "MetaUpdate",
     "Record",
     "RECORD_TAGS",
     "RECORD_TYPES",
     "ReasoningRecord",
+    "Rewind",
     "SessionMeta",
     "StopKind",
     "Terminal",
@@ -83,8 +85,27 @@ class _Record(
     ts: UtcDatetime
 
 
+class ForkOrigin(Value, frozen=True, kw_only=True):
+    """Where a fork came from (ADR 0130): the source session, the record it forked at, and the
+    digest and message count a checkpoint of the source at that record would carry.
+
+    ``path`` is where the source was, relative to the fork's directory: a hint, followed only
+    when its name still names the source session. ``copied`` says the fork holds a copy of the
+    inherited conversation (its first record after ``session_meta`` is a ``compacted``), so it
+    never needs the source to replay.
+    """
+
+    session_id: str
+    seq: int
+    digest: str
+    message_count: int
+    path: str | None = None
+    copied: bool = False
+
+
 class SessionMeta(_Record, frozen=True, kw_only=True, tag="session_meta"):
-    """First line of a rollout: who, when, and the delegation coordinates when it is a child."""
+    """First line of a rollout: who, when, the delegation coordinates when it is a child, and
+    the origin when it is a fork (``fork``, ADR 0130)."""
 
     format_version: int
     session_id: str
@@ -97,6 +118,7 @@ class SessionMeta(_Record, frozen=True, kw_only=True, tag="session_meta"):
     cwd: str | None = None
     project: str | None = None
     extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    fork: ForkOrigin | None = None
 
 
 class MessageRecord(_Record, frozen=True, kw_only=True, tag="message"):
@@ -253,6 +275,23 @@ class MetaUpdate(_Record, frozen=True, kw_only=True, tag="meta_update"):
     extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
+# --- history operations (ADRs 0130-0131) ----------------------------------------------------
+
+
+class Rewind(_Record, frozen=True, kw_only=True, tag="rewind"):
+    """The conversation continues from its state at record ``to`` (ADR 0131).
+
+    The records between ``to`` and this one stay in the file: replay leaves their messages out
+    of the conversation (and so out of the digest) and keeps them as abandoned, for display.
+    ``to`` must name a record of the current conversation: at or after the last compaction, not
+    itself abandoned by an earlier rewind, and before this record.
+    """
+
+    to: int
+    reason: str = ""
+    extra: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
 # --- the registry ---------------------------------------------------------------------------
 
 RECORD_TYPES: Final = (
@@ -266,6 +305,7 @@ RECORD_TYPES: Final = (
     Turn,
     Event,
     MetaUpdate,
+    Rewind,
 )
 """The registry of record types, in the order the format page lists them (ADR 0019)."""
 
@@ -280,6 +320,7 @@ Record = (
     | Turn
     | Event
     | MetaUpdate
+    | Rewind
 )
 """Any record this library knows: the union of :data:`RECORD_TYPES` (checked at import)."""
 

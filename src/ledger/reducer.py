@@ -15,6 +15,7 @@ import attrs
 
 from ledger.codec import join_message
 from ledger.damage import Degradation, DegradationKind
+from ledger.history import Rewound
 from ledger.messages import Message, Reasoning, Role
 from ledger.records import (
     DESCRIPTION_TYPES,
@@ -26,6 +27,7 @@ from ledger.records import (
     MessageRecord,
     ReasoningRecord,
     Record,
+    Rewind,
     SessionMeta,
     Terminal,
     Turn,
@@ -81,6 +83,10 @@ class ReplayState:
     summed up here and never touch ``messages``: ``usage`` (with ``usage_ids``, the response ids
     already counted), the last ``turn`` record and the number of turns started, the number of
     ``events`` and the last one, the ``title`` and the number of ``meta_updates``.
+
+    Rewinds (ADR 0131): ``message_seqs`` holds the seq of each message's record (a
+    compaction's messages carry its seq); ``rewound`` what the rewinds since the last
+    compaction left.
     """
 
     meta: SessionMeta | None = None
@@ -107,6 +113,8 @@ class ReplayState:
     last_event: Event | None = None
     title: str | None = None
     meta_updates: int = 0
+    message_seqs: tuple[int, ...] = ()
+    rewound: Rewound = attrs.field(factory=Rewound)
 
 
 class _Builder:
@@ -139,6 +147,8 @@ class _Builder:
         self.last_event = s.last_event
         self.title = s.title
         self.meta_updates = s.meta_updates
+        self.message_seqs = list(s.message_seqs)
+        self.rewound = s.rewound
 
     def freeze(self) -> ReplayState:
         return ReplayState(
@@ -166,6 +176,8 @@ class _Builder:
             last_event=self.last_event,
             title=self.title,
             meta_updates=self.meta_updates,
+            message_seqs=tuple(self.message_seqs),
+            rewound=self.rewound,
         )
 
     def degrade(
@@ -215,11 +227,11 @@ class _Builder:
             last = self.last_seq
             if last is not None and seq == last + 1 and not self.damaged_run:
                 self.last_seq = seq
-                self.on_message(entry.message, line)
+                self.on_message(entry.message, line, seq)
                 return
         self.step_general(entry, line)
 
-    def on_message(self, message: Message, line: int | None) -> None:
+    def on_message(self, message: Message, line: int | None, seq: int) -> None:
         if self.pending_reasoning:
             if message.role == Role.ASSISTANT:
                 message = join_message(tuple(self.pending_reasoning), message)
@@ -227,6 +239,7 @@ class _Builder:
             else:
                 self.drop_pending(line, f"a {message.role} message came first")
         self.messages.append(message)
+        self.message_seqs.append(seq)
         if self.checkpoint is not None:
             self.after_checkpoint += 1
 
@@ -245,7 +258,7 @@ class _Builder:
                 self.check_seq(seq, line)
         self.damaged_run = 0
         if isinstance(entry, MessageRecord):
-            self.on_message(entry.message, line)
+            self.on_message(entry.message, line, entry.seq)
         elif isinstance(entry, ReasoningRecord):
             self.pending_reasoning.append(entry.reasoning)
             if self.checkpoint is not None:
@@ -262,14 +275,20 @@ class _Builder:
             if self.pending_reasoning:
                 self.drop_pending(line, "a compaction came first")
             self.messages = list(entry.messages)
+            self.message_seqs = [entry.seq] * len(entry.messages)
             self.compactions += 1
             self.compacted_line = line
+            self.rewound = Rewound(base=entry.seq)
             if self.checkpoint is not None:
                 self.after_checkpoint += 1
         elif isinstance(entry, SessionMeta):
             self.on_meta(entry, line, first)
         elif isinstance(entry, DESCRIPTION_TYPES):
             self.on_description(entry)
+        elif isinstance(entry, Rewind):
+            self.on_rewind(entry, line)
+            if self.checkpoint is not None:
+                self.after_checkpoint += 1
         else:
             self.degrade(
                 DegradationKind.UNKNOWN_RECORD,
@@ -278,6 +297,20 @@ class _Builder:
                 line,
                 entry.seq,
             )
+
+    def on_rewind(self, entry: Rewind, line: int | None) -> None:
+        if self.pending_reasoning:
+            self.drop_pending(line, "a rewind came first")
+        problem = self.rewound.problem(entry)
+        if problem is not None:
+            self.degrade(
+                DegradationKind.REWIND_UNRESOLVED,
+                f"the rewind at seq {entry.seq} cannot be applied: {problem}; it was ignored",
+                line,
+                entry.seq,
+            )
+            return
+        self.rewound = self.rewound.apply(entry, self.messages, self.message_seqs)
 
     def on_description(self, entry: Description) -> None:
         # What describes the session stays out of the conversation, and so out of the digest

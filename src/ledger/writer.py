@@ -38,6 +38,8 @@ from ledger.batching import MAX_BATCH_DELAY, MAX_BATCH_RECORDS, BatchQueue
 from ledger.codec import encode_line, encode_record, message_records
 from ledger.context import delegation_coordinates
 from ledger.digest import checkpoint_digest
+from ledger.history import RewindTargets
+from ledger.lineage import Locator, fork_origin, read_inherited
 from ledger.messages import Message
 from ledger.naming import rollout_filename
 from ledger.reader import DEFAULT_MAX_LINE_BYTES
@@ -49,7 +51,9 @@ from ledger.records import (
     Compacted,
     Description,
     ErrorDetail,
+    ForkOrigin,
     MessageRecord,
+    Rewind,
     SessionMeta,
     StopKind,
     Terminal,
@@ -68,6 +72,7 @@ from ledger.writer_async import AsyncForms
 from ledger.writer_errors import (
     DEFAULT_DURABILITY,
     Durability,
+    ForkError,
     ReadBackError,
     RolloutExistsError,
     WriterBusyError,
@@ -83,6 +88,7 @@ __all__ = [
     "MAX_BATCH_DELAY",
     "MAX_BATCH_RECORDS",
     "Durability",
+    "ForkError",
     "ReadBackError",
     "RolloutExistsError",
     "RolloutWriter",
@@ -118,6 +124,7 @@ class RolloutWriter(AsyncForms):
         durability: Durability,
         repair: TailRepair | None = None,
         stopped: bool = False,
+        targets: RewindTargets | None = None,
     ) -> None:
         # ``stopped``: nothing this writer must account for at close (a reopened file is left
         # as found unless records are appended; a new one is not, ADR 0053).
@@ -138,6 +145,7 @@ class RolloutWriter(AsyncForms):
         self._stopped: Terminal | None = None
         self._unstopped = not stopped
         self._stop_task: asyncio.Future[Terminal] | None = None
+        self._targets = targets or RewindTargets()
         self._q = BatchQueue(
             fd,
             name=path.name,
@@ -183,6 +191,25 @@ class RolloutWriter(AsyncForms):
         rollout in ``directory`` is refused (:class:`RolloutExistsError`): continue that session
         with :meth:`open`.
         """
+        return cls._create(
+            directory,
+            session_id=session_id,
+            agent_name=agent_name,
+            meta=meta,
+            durability=durability,
+        )
+
+    @classmethod
+    def _create(
+        cls,
+        directory: str | os.PathLike[str],
+        *,
+        session_id: str | None,
+        agent_name: str | None,
+        meta: Mapping[str, Any] | None,
+        durability: Durability | str,
+        fork: ForkOrigin | None = None,
+    ) -> Self:
         durability = durability_arg(durability)
         if not isinstance(directory, str | os.PathLike) or not os.fspath(directory):
             raise ValueError(
@@ -206,6 +233,7 @@ class RolloutWriter(AsyncForms):
             parent_session_id=parent,
             delegation_id=delegation,
             extra=extra,
+            fork=fork,
             **fields,
         )
         line = encode_line(record)
@@ -256,8 +284,65 @@ class RolloutWriter(AsyncForms):
                 durability=durability,
                 repair=repair,
                 stopped=True,
+                targets=RewindTargets(state.rewound.base, state.rewound.ranges),
             )
             writer._start()
+        return writer
+
+    @classmethod
+    def fork(
+        cls,
+        source: str | os.PathLike[str],
+        directory: str | os.PathLike[str] | None = None,
+        *,
+        at: int | None = None,
+        copy: bool = False,
+        session_id: str | None = None,
+        agent_name: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        durability: Durability | str = DEFAULT_DURABILITY,
+        locate: Locator | None = None,
+    ) -> Self:
+        """Start a new session that continues the conversation of the rollout ``source`` as it
+        was at record ``at`` (its last record when ``None``), in ``directory`` (the source's
+        by default). ADR 0130.
+
+        The fork's ``session_meta`` records the origin: the source session id, the record, the
+        digest and message count of the source's conversation there, and where the source was.
+        Nothing is copied: replay reads the source up to that record and checks it against the
+        digest. With ``copy=True`` the inherited conversation (the source's own sources
+        included, found by ``locate``) is written into the fork as a ``compacted`` record, so
+        that the fork never needs its source. ``agent_name`` defaults to the source's; the rest
+        is as :meth:`create`. Raises :class:`ForkError` when the source cannot be forked there.
+        """
+        src = Path(source)
+        target = src.parent if directory is None else Path(directory)
+        origin, state = fork_origin(src, at, target)
+        assert state.meta is not None  # fork_origin checked the head
+        kept: tuple[Message, ...] | None = None
+        if copy:
+            chain = state.meta.fork is not None and not state.compactions
+            inherited = read_inherited(state.meta, src, locate) if chain else None
+            if inherited is not None and not inherited.verified:
+                problem = next((d for d in inherited.degraded if d.is_damage), None)
+                raise ForkError(
+                    f"cannot copy the conversation of {src}: {problem}; nothing was written",
+                    src,
+                )
+            kept = (inherited.messages if inherited else ()) + state.messages
+            origin = msgspec.structs.replace(origin, copied=True)
+        writer = cls._create(
+            target,
+            session_id=session_id,
+            agent_name=agent_name if agent_name is not None else state.meta.agent_name,
+            meta=meta,
+            durability=durability,
+            fork=origin,
+        )
+        if kept is not None:
+            writer.compacted(
+                kept, summary=f"copied from session {origin.session_id} at seq {origin.seq}"
+            )
         return writer
 
     def _discard(self) -> None:
@@ -358,6 +443,10 @@ class RolloutWriter(AsyncForms):
             seq = self._q.next_seq()
             record = Compacted(seq=seq, ts=_now(), messages=kept, summary=summary, extra=extra)
             self._enqueue([encode_record(record)])
+            # After the put: an interruption between the two leaves the writer's rule more
+            # permissive than the file, and the read-back then refuses a checkpoint over a
+            # rewind the file does not allow (ADR 0131), never the reverse.
+            self._targets.compacted(seq)
 
     def note(self, record: Description) -> None:
         """Enqueue a record that describes the session without entering its conversation:
@@ -376,6 +465,31 @@ class RolloutWriter(AsyncForms):
             self._check_usable()
             stamped = msgspec.structs.replace(record, seq=self._q.next_seq(), ts=_now())
             self._enqueue([encode_record(stamped)])
+
+    def rewind(self, to: int, reason: str = "") -> None:
+        """Record that the conversation continues from its state at record ``to`` (ADR 0131).
+
+        The records after ``to`` stay in the file; replay leaves their messages out of the
+        conversation and the checkpoint digest, and keeps them, marked abandoned, for display.
+        ``to`` must name a record of the current conversation: from seq 1 (an empty
+        conversation) or the last compaction, up to the last record, and not one an earlier
+        rewind abandoned; otherwise ``ValueError`` says why and nothing is written. Never
+        waits for disk.
+        """
+        if type(to) is not int:
+            raise TypeError(f"rewind(to=...) takes a record's seq (an int), not {to!r}")
+        if not isinstance(reason, str):
+            raise TypeError(f"rewind(reason=...) takes a str, not {type(reason).__name__}")
+        self._guard("rewind")
+        with self._op_lock:
+            self._check_usable()
+            seq = self._q.next_seq()
+            problem = self._targets.problem(to, seq)
+            if problem is not None:
+                raise ValueError(f"{self._path}: cannot rewind to seq {to}: {problem}")
+            record = Rewind(seq=seq, ts=_now(), to=to, reason=reason)
+            self._enqueue([encode_record(record)])
+            self._targets.rewound(to, seq)  # after the put, as in compacted()
 
     def _enqueue(self, lines: list[bytes]) -> None:
         # Caller holds _op_lock, so sequence numbers and queue order agree. The put is the one

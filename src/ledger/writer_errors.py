@@ -10,6 +10,7 @@ from typing import Final
 __all__ = [
     "DEFAULT_DURABILITY",
     "Durability",
+    "ForkError",
     "ReadBackError",
     "RolloutExistsError",
     "RolloutFileError",
@@ -87,6 +88,12 @@ class ReadBackError(WriterError):
     No checkpoint was written: a ``failed`` terminal record with the same reason was appended
     instead, so that the loss is on record and the session is never resumed as if whole.
     """
+
+
+class ForkError(WriterError):
+    """A session cannot be forked as asked: the source is not a rollout, is damaged before the
+    fork point, has no such record, or (for a copy) its inherited conversation cannot be read.
+    ``path`` names the source. Nothing was written."""
 
 
 def durability_arg(value: object) -> Durability:

@@ -18,13 +18,16 @@ import msgspec
 
 from ledger.damage import Degradation, DegradationKind
 from ledger.digest import checkpoint_digest
+from ledger.history import Abandoned
+from ledger.lineage import Inherited
 from ledger.messages import Message
 from ledger.reader import rebuild
 from ledger.records import AgentCheckpoint, SessionMeta, Terminal
-from ledger.reducer import ReplayState
+from ledger.reducer import ReplayState, UsageTotals
 from replay._checks import check_budget, check_callable, check_count
 from replay._files import open_rollout
 from replay._location import Location, location
+from replay.lineage import inherited_for
 from replay.stop import StopFacts, stop_facts_from_file
 from replay.verdict import damage
 
@@ -79,6 +82,11 @@ class Replay:
     ``degraded`` lists every inexact restoration, one entry each. ``total_messages`` is the
     length of the rebuilt conversation before any cap; ``stop`` are the stop facts read from
     the file's tail. ``estimated_tokens`` is counted by ``token_counter`` when first read.
+
+    A fork's ``messages`` begin with the conversation it inherits (``inherited``: the sources
+    read, nearest first, and whether each matched its recorded digest); ``verified`` then also
+    needs every source to match (ADR 0130). ``abandoned`` are the messages rewinds took out
+    (ADR 0131), ``usage`` the token usage this file records, never a source's (ADR 0132).
     """
 
     path: Location
@@ -91,6 +99,9 @@ class Replay:
     total_messages: int
     compactions: int
     stop: StopFacts
+    inherited: Inherited | None = None
+    abandoned: tuple[Abandoned, ...] = ()
+    usage: UsageTotals = attrs.field(factory=UsageTotals)
     token_counter: TokenCounter = attrs.field(default=estimate_tokens, eq=False, repr=False)
     # Counting encodes every message again (a fifth of a replay's cost), so it is done on first
     # use and kept; it derives from the messages and the counter, so equality ignores it.
@@ -155,6 +166,7 @@ def read_replay(
     max_messages: int | None = None,
     token_counter: TokenCounter | None = None,
     whole_file: bool = False,
+    root: str | os.PathLike[str] | None = None,
 ) -> Replay:
     """Rebuild, verify and measure the conversation in the rollout at ``path``.
 
@@ -166,6 +178,9 @@ def read_replay(
     By default only the window after the last compaction is read, so time and memory follow
     the replayed window, not the file; damage in the lines before it (which the compaction
     replaced) is then not looked at. ``whole_file=True`` reads every line, as an audit does.
+
+    A fork's inherited conversation is read from its sources, found where the fork recorded
+    them or by id under ``root`` (the fork's directory when ``None``).
 
     A path that is not a regular file (a FIFO, a device, a directory) raises
     :class:`~replay.NotARegularFileError` at once. ``path`` may be the URL of an object on any
@@ -193,10 +208,12 @@ def read_replay(
         if exc.filename is None:  # a read or seek error names no file by itself
             exc.filename = os.fspath(path)
         raise
+    where = location(path)
     return replay_from_state(
         state,
-        location(path),
+        where,
         stop=stop,
+        inherited=inherited_for(state, where, root),
         token_budget=token_budget,
         max_messages=max_messages,
         token_counter=token_counter,
@@ -208,16 +225,21 @@ def replay_from_state(
     path: Location,
     *,
     stop: StopFacts,
+    inherited: Inherited | None = None,
     token_budget: float | None = None,
     max_messages: int | None = None,
     token_counter: TokenCounter | None = None,
 ) -> Replay:
-    """Verify, cap and measure a folded state (the second half of :func:`read_replay`)."""
+    """Verify, cap and measure a folded state (the second half of :func:`read_replay`), with
+    the conversation it ``inherited`` when it is a fork."""
     check_budget("token_budget", token_budget)
     check_count("max_messages", max_messages)
     check_callable("token_counter", token_counter)
     degraded = list(state.degraded)
     verified = _verify(state, degraded)
+    if inherited is not None:
+        degraded.extend(inherited.degraded)
+        verified = verified and inherited.verified
     if state.pending_reasoning:
         degraded.append(
             Degradation(
@@ -249,7 +271,7 @@ def replay_from_state(
                 line=state.compacted_line,
             )
         )
-    messages = state.messages
+    messages = state.messages if inherited is None else inherited.messages + state.messages
     total = len(messages)
     if max_messages is not None and total > max_messages:
         messages = messages[total - max_messages :] if max_messages else ()
@@ -272,6 +294,9 @@ def replay_from_state(
         total_messages=total,
         compactions=state.compactions,
         stop=stop,
+        inherited=inherited,
+        abandoned=state.rewound.abandoned,
+        usage=state.usage,
     )
     if token_budget is not None and result.estimated_tokens > token_budget:
         raise ReplayTooLarge(result, token_budget)

@@ -1,0 +1,87 @@
+"""Forks on the read side: finding a fork's source under a root, and its inherited conversation.
+
+A fork's file holds only its own records; replay adds the conversation it inherits, read by
+:func:`ledger.lineage.read_inherited` (each source once, up to its fork point, checked against
+the recorded digest). This module supplies the locator: the path the fork recorded (inside the
+root, when a root is given), else the source found by its id under the root with
+:func:`replay.find_session`, from file names only (ADR 0130).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ledger.damage import Degradation, DegradationKind
+from ledger.lineage import Inherited, Link, Located, Locator, names_session, read_inherited
+from ledger.records import ForkOrigin
+from ledger.reducer import ReplayState
+from replay._location import Location
+from replay.lookup import SessionLookupError, find_session
+
+__all__ = ["inherited_for", "root_locator"]
+
+
+def root_locator(root: str | os.PathLike[str] | None = None) -> Locator:
+    """A locator that follows the recorded path, then searches ``root`` by id.
+
+    Without a root, each fork's own directory (and below) is searched. With one, a recorded
+    path that leads outside it is not followed.
+    """
+    base = None if root is None else Path(root)
+
+    def locate(origin: ForkOrigin, fork_path: Path) -> Located | None:
+        where = base if base is not None else fork_path.parent
+        if origin.path:
+            candidate = Path(os.path.normpath(fork_path.parent / origin.path))
+            if (
+                names_session(candidate.name, origin.session_id)
+                and candidate.is_file()
+                and (base is None or _inside(candidate, base))
+            ):
+                return Located(candidate)
+        try:
+            found = find_session(where, origin.session_id)
+        except (SessionLookupError, OSError):
+            return None
+        # find_session also answers a prefix: only the exact id is the source.
+        if not isinstance(found, Path) or not names_session(found.name, origin.session_id):
+            return None
+        return Located(found, moved=True)
+
+    return locate
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except OSError:
+        return False
+
+
+def inherited_for(
+    state: ReplayState, path: Location, root: str | os.PathLike[str] | None = None
+) -> Inherited | None:
+    """What the rollout at ``path`` (folded into ``state``) inherits, or ``None`` when it is not
+    a fork or compacted since it forked (the compaction holds the whole conversation).
+
+    Sources are read from local files: a fork read from an object store (a URL) reports its
+    inherited part missing, saying so.
+    """
+    meta = state.meta
+    if meta is None or meta.fork is None or state.compactions:
+        return None
+    if not isinstance(path, Path):
+        origin = meta.fork
+        return Inherited(
+            links=(Link(origin.session_id, None, origin.seq, 0, verified=False),),
+            degraded=(
+                Degradation(
+                    kind=DegradationKind.FORK_SOURCE_MISSING,
+                    detail=f"the source session {origin.session_id} of this fork was not read: "
+                    "sources are read from local files, and this fork is an object; replay a "
+                    "local copy beside its source, or make the fork with `rollout fork --copy`",
+                ),
+            ),
+        )
+    return read_inherited(meta, path, root_locator(root))
