@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import io
 from pathlib import Path
 
 import msgspec
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 import strategies as s
 from ledger import Message, Reasoning, ReasoningKind, Role, TextPart, ToolCall, checkpoint_digest
-from ledger.digest import DIGEST_PREFIX
+from ledger.digest import DIGEST_PREFIX, file_sha256
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 # Short lists keep the pairwise properties cheap; length is covered by the fixed cases.
@@ -208,15 +209,62 @@ def _sha256_users(root: Path) -> set[str]:
 
 def test_digest_has_one_implementation() -> None:
     """Only `src/ledger/digest.py` computes sha256, so a second digest implementation is caught."""
-    assert _sha256_users(SRC) - set(NOT_A_DIGEST) == {"ledger/digest.py"}, (
+    assert _sha256_users(SRC) == {"ledger/digest.py"}, (
         "sha256 is used outside ledger/digest.py; call ledger.checkpoint_digest instead"
     )
 
 
-NOT_A_DIGEST = {
-    "ledger/importers/_source.py": "the sha256 of an imported file's bytes, its provenance",
-}
-"""Modules that hash something other than a conversation, each with what it hashes."""
+# The one other use of sha256 the project allows (ADR 0134): the hash of a file's bytes for the
+# retention audit log, a named function beside the checkpoint digest.
+SHA256_FUNCTIONS = {"checkpoint_digest", "file_sha256"}
+
+
+def _sha256_functions(module: Path) -> set[str]:
+    """The top-level functions of ``module`` whose bodies compute sha256 (``<module>`` for code
+    outside any function)."""
+    tree = ast.parse(module.read_text(encoding="utf-8"), filename=str(module))
+    found: set[str] = set()
+    for top in tree.body:
+        name = top.name if isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef) else "<module>"
+        for node in ast.walk(top):
+            if (isinstance(node, ast.Attribute) and node.attr == "sha256") or (
+                isinstance(node, ast.Name) and node.id == "sha256"
+            ):
+                found.add(name)
+    return found
+
+
+def test_digest_module_uses_sha256_in_two_named_functions_only() -> None:
+    """Inside ledger/digest.py, sha256 is computed by checkpoint_digest and file_sha256 and
+    nowhere else: a third use, or a second conversation digest, is caught."""
+    assert _sha256_functions(SRC / "ledger" / "digest.py") == SHA256_FUNCTIONS, (
+        "ledger/digest.py: sha256 is for checkpoint_digest and file_sha256 only (ADR 0134)"
+    )
+
+
+def test_the_function_scan_sees_a_third_use(tmp_path: Path) -> None:
+    """The per-function scan names any function (or module code) that computes sha256."""
+    module = tmp_path / "m.py"
+    module.write_text(
+        "import hashlib\n"
+        "def checkpoint_digest(): return hashlib.sha256()\n"
+        "def other(): return hashlib.sha256()\n"
+        "X = hashlib.sha256()\n",
+        encoding="utf-8",
+    )
+    assert _sha256_functions(module) == {"checkpoint_digest", "other", "<module>"}
+
+
+def test_file_hashes_go_through_file_sha256() -> None:
+    """The file hash is the helper's: it equals sha256 of the bytes, and the checkpoint digest of
+    no message list is a file hash (different inputs, different names)."""
+    data = b'{"type":"session_meta"}\n' * 3
+    expected = "sha256:" + hashlib.sha256(data).hexdigest()
+    assert file_sha256(io.BytesIO(data)) == (expected, len(data))
+    assert file_sha256(data) == (expected, len(data))
+    sink = io.BytesIO()
+    assert file_sha256(io.BytesIO(data), sink=sink)[0] == file_sha256(io.BytesIO(data))[0]
+    assert sink.getvalue() == data
 
 
 def test_sha256_scan_finds_a_second_implementation(tmp_path: Path) -> None:

@@ -4,25 +4,30 @@ sha256 over the canonical encoding of a message sequence: the JSON array of the 
 deterministic encoder writes it (fields in definition order, defaults omitted, no whitespace).
 Reasoning is part of a message and so part of the digest; ``is_anchored`` and
 ``truncation_marker`` are the framework's bookkeeping and are left out (ADR 0007).
+
+sha256 has exactly one other use, named here beside it: :func:`file_sha256`, the hash of a
+file's bytes, which the retention audit log and an import's provenance record (ADR 0134). It is
+never a checkpoint digest, and a checkpoint digest is never computed from bytes.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from typing import Final
+from typing import BinaryIO, Final
 
 import msgspec
 
 from ledger.messages import Message
 
-__all__ = ["DIGEST_PREFIX", "checkpoint_digest"]
+__all__ = ["DIGEST_PREFIX", "checkpoint_digest", "file_sha256"]
 
 DIGEST_PREFIX: Final = "sha256:"
 
 _encoder = msgspec.json.Encoder(order="deterministic")
 _replace = msgspec.structs.replace
 _BATCH = 1024
+_FILE_CHUNK = 1 << 20
 
 
 def checkpoint_digest(messages: Iterable[Message]) -> str:
@@ -55,3 +60,25 @@ def _feed(h: hashlib._Hash, batch: list[Message], first: bool) -> None:
     if not first:
         h.update(b",")
     h.update(body)
+
+
+def file_sha256(
+    f: BinaryIO | bytes | bytearray | memoryview, *, sink: BinaryIO | None = None
+) -> tuple[str, int]:
+    """``("sha256:<hex>", size)`` of a file's bytes: given whole, or read from ``f`` to its end,
+    1 MiB at a time.
+
+    With ``sink``, every chunk read is also written there, so that a copy and its hash come from
+    one read (a move across file systems checks the copy with it). Not a checkpoint digest:
+    this hashes bytes, not a conversation.
+    """
+    if isinstance(f, bytes | bytearray | memoryview):
+        return DIGEST_PREFIX + hashlib.sha256(f).hexdigest(), len(f)
+    h = hashlib.sha256()
+    size = 0
+    while chunk := f.read(_FILE_CHUNK):
+        h.update(chunk)
+        size += len(chunk)
+        if sink is not None:
+            sink.write(chunk)
+    return DIGEST_PREFIX + h.hexdigest(), size

@@ -125,6 +125,7 @@ class RolloutWriter(AsyncForms):
         repair: TailRepair | None = None,
         stopped: bool = False,
         targets: RewindTargets | None = None,
+        origin: ForkOrigin | None = None,
     ) -> None:
         # ``stopped``: nothing this writer must account for at close (a reopened file is left
         # as found unless records are appended; a new one is not, ADR 0053).
@@ -146,6 +147,7 @@ class RolloutWriter(AsyncForms):
         self._unstopped = not stopped
         self._stop_task: asyncio.Future[Terminal] | None = None
         self._targets = targets or RewindTargets()
+        self._origin = origin
         self._q = BatchQueue(
             fd,
             name=path.name,
@@ -254,6 +256,7 @@ class RolloutWriter(AsyncForms):
                 next_seq=2,
                 size=len(line),
                 durability=durability,
+                origin=fork,
             )
             writer._start()
         return writer
@@ -285,6 +288,7 @@ class RolloutWriter(AsyncForms):
                 repair=repair,
                 stopped=True,
                 targets=RewindTargets(state.rewound.base, state.rewound.ranges),
+                origin=state.meta.fork,
             )
             writer._start()
         return writer
@@ -370,6 +374,11 @@ class RolloutWriter(AsyncForms):
     def agent_name(self) -> str | None:
         """The agent name of the session, when it has one."""
         return self._agent_name
+
+    @property
+    def fork_origin(self) -> ForkOrigin | None:
+        """Where the session was forked from, as its ``session_meta`` records (ADR 0130)."""
+        return self._origin
 
     @property
     def durability(self) -> Durability:

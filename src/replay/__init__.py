@@ -29,8 +29,10 @@ from replay.view import (
     INTERRUPTED_OUTPUT,
     MemoryView,
     ToolPairing,
+    TranscriptEntry,
     read_memory,
     repair_tool_pairs,
+    transcript,
 )
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "Tier",
     "TokenCounter",
     "ToolPairing",
+    "TranscriptEntry",
     "Verdict",
     "Verification",
     "alist_sessions",
@@ -68,5 +71,6 @@ __all__ = [
     "repair_tool_pairs",
     "resume_eligibility",
     "session_tree",
+    "transcript",
     "verify_replay",
 ]

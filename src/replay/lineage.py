@@ -1,4 +1,4 @@
-"""Forks on the read side: finding a fork's source under a root, and its inherited conversation.
+"""Forks on the read side: finding a fork's source, its inherited conversation, usage totals.
 
 A fork's file holds only its own records; replay adds the conversation it inherits, read by
 :func:`ledger.lineage.read_inherited` (each source once, up to its fork point, checked against
@@ -10,16 +10,19 @@ root, when a root is given), else the source found by its id under the root with
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from ledger.damage import Degradation, DegradationKind
 from ledger.lineage import Inherited, Link, Located, Locator, names_session, read_inherited
+from ledger.reader import rebuild
 from ledger.records import ForkOrigin
-from ledger.reducer import ReplayState
+from ledger.reducer import ReplayState, UsageTotals
+from replay._files import open_rollout
 from replay._location import Location
 from replay.lookup import SessionLookupError, find_session
 
-__all__ = ["inherited_for", "root_locator"]
+__all__ = ["inherited_for", "root_locator", "session_usage", "total_usage"]
 
 
 def root_locator(root: str | os.PathLike[str] | None = None) -> Locator:
@@ -85,3 +88,26 @@ def inherited_for(
             ),
         )
     return read_inherited(meta, path, root_locator(root))
+
+
+def session_usage(path: str | os.PathLike[str]) -> UsageTotals:
+    """The token usage the rollout at ``path`` records (every line read): its own, never what
+    a fork inherits from its source, which the source's file records (ADR 0132)."""
+    with open_rollout(path) as f:
+        return rebuild(f).usage
+
+
+def total_usage(usages: Iterable[UsageTotals]) -> UsageTotals:
+    """The sum of several sessions' usage; give each file once, and nothing is counted twice."""
+    total = UsageTotals()
+    for u in usages:
+        total = UsageTotals(
+            responses=total.responses + u.responses,
+            input_tokens=total.input_tokens + u.input_tokens,
+            output_tokens=total.output_tokens + u.output_tokens,
+            cache_read_tokens=total.cache_read_tokens + u.cache_read_tokens,
+            cache_write_tokens=total.cache_write_tokens + u.cache_write_tokens,
+            reasoning_tokens=total.reasoning_tokens + u.reasoning_tokens,
+            repeated=total.repeated + u.repeated,
+        )
+    return total

@@ -16,6 +16,7 @@ from typing import Final
 from ledger.naming import RolloutNameError, parse_rollout_filename, session_token
 from replay._location import Location, location
 from replay.sessions import WalkError, iter_rollout_paths
+from replay.trash import trash_files
 
 __all__ = [
     "AmbiguousSessionError",
@@ -102,8 +103,13 @@ def _relative(path: Location, base: Location) -> str:
     return path[len(prefix) :] if path.startswith(prefix) else path
 
 
-def find_session(root: str | os.PathLike[str], session_id_or_prefix: str) -> Location:
+def find_session(
+    root: str | os.PathLike[str], session_id_or_prefix: str, *, trash: bool = False
+) -> Location:
     """The rollout under ``root`` whose session id is, or starts with, ``session_id_or_prefix``.
+
+    Pruned sessions (in the root's trash, ADR 0133) are not found; with ``trash=True``, only
+    they are (a local root only).
 
     An exact id wins over longer ids it prefixes; otherwise exactly one session must match.
     Raises :class:`SessionNotFoundError`, :class:`AmbiguousSessionError` (with the candidates)
@@ -126,6 +132,16 @@ def find_session(root: str | os.PathLike[str], session_id_or_prefix: str) -> Loc
     if "\x00" in query:
         raise ValueError(f"session id {query!r} contains a NUL character")
     base = location(root)
+    if trash:
+        if not isinstance(base, Path):
+            raise ValueError(f"the trash is in a local root; {root} is a URL")
+        if base.is_dir() and not trash_files(base).is_dir():
+            raise SessionNotFoundError(
+                f"the trash of {root} is empty: nothing was pruned (or it was emptied)",
+                root=base,
+                query=query,
+            )
+        base = trash_files(base)
     if isinstance(base, Path) and not base.is_dir():
         what = "is not a directory" if base.exists() else "does not exist"
         error = NotADirectoryError if base.exists() else FileNotFoundError

@@ -30,11 +30,12 @@ from ledger.naming import (
     rollout_filename,
     session_token,
 )
-from ledger.records import SessionMeta
+from ledger.records import ForkOrigin, SessionMeta
 from replay._files import NotARegularFileError, open_rollout_fd
 from replay._location import Location, is_url
 from replay.eligibility import Eligibility, Tier, child_without_coordinates, resume_eligibility
 from replay.stop import StopFacts, stop_facts_from_bytes, stop_facts_from_fd
+from replay.trash import trash_files
 
 __all__ = [
     "SessionEntry",
@@ -63,6 +64,7 @@ class SessionFlag(StrEnum):
     CHILD_WITHOUT_COORDINATES = "child_without_coordinates"
     DUPLICATE_SESSION_ID = "duplicate_session_id"
     PARENT_NOT_FOUND = "parent_not_found"
+    FORK_SOURCE_NOT_FOUND = "fork_source_not_found"
 
 
 @attrs.frozen
@@ -91,6 +93,11 @@ class SessionEntry:
     def is_child(self) -> bool:
         """Whether the file says it is a delegated child (any coordinate present)."""
         return self.parent_session_id is not None or self.delegation_id is not None
+
+    @property
+    def fork(self) -> ForkOrigin | None:
+        """Where the session was forked from (ADR 0130), or ``None`` when it is not a fork."""
+        return self.meta.fork if self.meta is not None else None
 
 
 WalkError = Callable[[OSError], None]
@@ -159,7 +166,7 @@ def _name(e: os.DirEntry[str]) -> str:
 
 
 def list_sessions(
-    root: str | os.PathLike[str], *, on_error: WalkError | None = None
+    root: str | os.PathLike[str], *, on_error: WalkError | None = None, trash: bool = False
 ) -> tuple[SessionEntry, ...]:
     """One entry per rollout under ``root`` (recursively), oldest first.
 
@@ -168,7 +175,11 @@ def list_sessions(
     ``OSError`` naming it, unless ``on_error`` takes it (and the listing goes on without it).
     A file that is not a regular file (replaced by a FIFO while listing) is listed, flagged
     :attr:`SessionFlag.UNREADABLE`, never waited on. Two files claiming one session id are
-    both flagged :attr:`SessionFlag.DUPLICATE_SESSION_ID`.
+    both flagged :attr:`SessionFlag.DUPLICATE_SESSION_ID`; a fork whose source is not listed
+    is flagged :attr:`SessionFlag.FORK_SOURCE_NOT_FOUND`.
+
+    Pruned sessions (in the root's trash, ADR 0133) are not listed; with ``trash=True``, only
+    they are (a local root only).
 
     ``root`` may also be the URL of a prefix on any fsspec file system (``s3://bucket/x``):
     the objects are listed by :func:`replay.fleet.list_fleet`, from the fleet's index when
@@ -179,6 +190,8 @@ def list_sessions(
 
         return list_fleet(os.fspath(root)).entries
     _check_root(root)
+    if trash:
+        root = trash_files(root)
     walked = iter_rollout_paths(root, on_error=on_error)
     return finish_listing([_session_entry(p, strict=False) for p in walked])
 
@@ -207,6 +220,17 @@ def finish_listing(entries: Iterable[SessionEntry]) -> tuple[SessionEntry, ...]:
             f"parent session {e.parent_session_id} is not among the rollouts listed",
         )
         if e.parent_session_id and e.parent_session_id not in known
+        else e
+        for e in entries
+    ]
+    entries = [
+        _flag(
+            e,
+            SessionFlag.FORK_SOURCE_NOT_FOUND,
+            f"forked from session {e.fork.session_id}, which is not among the rollouts listed"
+            + ("" if e.fork.copied else ": replaying it reports its inherited part missing"),
+        )
+        if e.fork is not None and e.fork.session_id not in known
         else e
         for e in entries
     ]

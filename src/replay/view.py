@@ -7,8 +7,9 @@ frameworks to run before calling a provider, and :func:`read_memory` runs the ve
 function, so the two cannot disagree.
 
 :func:`read_memory` is the lossy view, for display and task context: it drops system and
-developer messages, shortens reasoning and truncates tool output. It is never used to resume;
-replay does not use it (SPEC rule 4).
+developer messages, shortens reasoning and truncates tool output, and shows the turns a rewind
+abandoned, marked (ADR 0131; :func:`transcript` puts them back in file order). It is never used
+to resume; replay does not use it (SPEC rule 4).
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ from ledger.messages import (
 )
 from replay._checks import check_count
 from replay.pairing import pair_tool_calls
-from replay.replay import read_replay
+from replay.replay import Replay, read_replay
 
 __all__ = [
+    "ABANDONED_MARKER",
     "DEFAULT_REASONING_LIMIT",
     "DEFAULT_TOOL_OUTPUT_LIMIT",
     "INTERRUPTED_OUTPUT",
@@ -43,8 +45,10 @@ __all__ = [
     "MemoryView",
     "SYNTHESIZED_MARKER",
     "ToolPairing",
+    "TranscriptEntry",
     "read_memory",
     "repair_tool_pairs",
+    "transcript",
 ]
 
 INTERRUPTED_OUTPUT: Final = (
@@ -58,6 +62,9 @@ SYNTHESIZED_MARKER: Final = "rollout-ledger:synthesized-interrupted"
 
 LOSSY_MARKER: Final = "rollout-ledger:lossy-view"
 """The ``truncation_marker`` of a message the lossy view shortened."""
+
+ABANDONED_MARKER: Final = "rollout-ledger:abandoned"
+"""The ``truncation_marker`` of a message a rewind abandoned, shown by the lossy view."""
 
 DEFAULT_TOOL_OUTPUT_LIMIT: Final = 2000
 """Characters of a tool output the lossy view keeps by default."""
@@ -149,12 +156,45 @@ def _interrupted_output(call_id: str, name: str) -> Message:
 
 
 @attrs.frozen
+class TranscriptEntry:
+    """One message of a transcript; ``abandoned_by`` is the seq of the rewind that abandoned
+    it, ``None`` for a message of the conversation."""
+
+    message: Message
+    abandoned_by: int | None = None
+
+
+def transcript(rep: Replay) -> tuple[TranscriptEntry, ...]:
+    """The replay's messages with the ones rewinds abandoned put back where the file has them.
+
+    For display only: the conversation to resume is ``rep.messages`` (SPEC rule 4).
+    """
+    # Positions count the file's own messages; a fork's inherited ones and a cap shift them.
+    shift = (len(rep.inherited.messages) if rep.inherited else 0) - (
+        rep.total_messages - len(rep.messages)
+    )
+    at: dict[int, list[TranscriptEntry]] = {}
+    for a in rep.abandoned:
+        index = a.position + shift
+        if index >= 0:
+            at.setdefault(index, []).append(TranscriptEntry(a.message, a.rewind_seq))
+    out: list[TranscriptEntry] = []
+    for i, m in enumerate(rep.messages):
+        out.extend(at.pop(i, ()))
+        out.append(TranscriptEntry(m))
+    for index in sorted(at):
+        out.extend(at[index])
+    return tuple(out)
+
+
+@attrs.frozen
 class MemoryView:
     """The lossy view of a rollout: for display and task context, never for resuming.
 
     ``pairing`` tells what the tool-pairing normalisation changed; ``dropped`` counts the
     system and developer messages left out; ``shortened`` the messages whose reasoning or tool
-    output was cut; ``degraded`` is what the replay underneath reported.
+    output was cut; ``abandoned`` the messages shown although a rewind abandoned them (marked
+    :data:`ABANDONED_MARKER`); ``degraded`` is what the replay underneath reported.
     """
 
     messages: tuple[Message, ...]
@@ -163,6 +203,7 @@ class MemoryView:
     shortened: int
     degraded: tuple[Degradation, ...]
     verified: bool
+    abandoned: int = 0
 
     @property
     def superseded(self) -> int:
@@ -176,18 +217,27 @@ def read_memory(
     tool_output_limit: int | None = DEFAULT_TOOL_OUTPUT_LIMIT,
     reasoning_limit: int | None = DEFAULT_REASONING_LIMIT,
     keep_system: bool = False,
+    root: str | os.PathLike[str] | None = None,
 ) -> MemoryView:
     """Read the rollout at ``path`` as the lossy view.
 
     Pairs tool calls with :func:`repair_tool_pairs`, then drops system and developer messages
     (unless ``keep_system``), cuts each reasoning block's text to ``reasoning_limit`` characters
     (dropping encrypted payloads) and each tool output to ``tool_output_limit`` characters
-    (``None`` keeps them whole). Shortened messages carry :data:`LOSSY_MARKER`.
+    (``None`` keeps them whole). Shortened messages carry :data:`LOSSY_MARKER`; messages a
+    rewind abandoned are shown where the file has them, marked :data:`ABANDONED_MARKER`. A
+    fork's inherited part is read as :func:`~replay.read_replay` reads it, under ``root``.
     """
     check_count("tool_output_limit", tool_output_limit)
     check_count("reasoning_limit", reasoning_limit)
-    rep = read_replay(path)
-    pairing = repair_tool_pairs(rep.messages)
+    rep = read_replay(path, root=root)
+    shown = [
+        e.message
+        if e.abandoned_by is None
+        else msgspec.structs.replace(e.message, truncation_marker=ABANDONED_MARKER)
+        for e in transcript(rep)
+    ]
+    pairing = repair_tool_pairs(shown)
     out: list[Message] = []
     dropped = 0
     shortened = 0
@@ -206,6 +256,7 @@ def read_memory(
         shortened=shortened,
         degraded=rep.degraded,
         verified=rep.verified,
+        abandoned=sum(1 for m in out if m.truncation_marker == ABANDONED_MARKER),
     )
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from typing import Any
 
 import attrs
 import msgspec
+
+from ledger.digest import DIGEST_PREFIX, file_sha256
 
 __all__ = ["Source", "read_source"]
 
@@ -41,7 +42,7 @@ def read_source(path: Path) -> Source:
     """
     with open(path, "rb") as f:
         data = f.read()
-    digest = hashlib.sha256(data).hexdigest()
+    digest = file_sha256(data)[0].removeprefix(DIGEST_PREFIX)
     pieces = data.split(b"\n")
     if pieces and pieces[-1] == b"":
         pieces.pop()

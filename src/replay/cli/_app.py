@@ -45,6 +45,7 @@ _ROOT_KEY: Final = "rollout.root"
 _JSON_KEY: Final = "rollout.json"
 _WALK_FAILED_KEY: Final = "rollout.walk_failed"
 _STORAGE_KEY: Final = "rollout.storage_options"
+_ARGV_KEY: Final = "rollout.argv"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -105,6 +106,18 @@ class RolloutCommand(click.Command):
 
 class _RolloutGroup(click.Group):
     """A group whose failures are one line on stderr and an exit status, never a traceback."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        argv = (info_name or "rollout", *args)  # before parsing consumes them
+        ctx = super().make_context(info_name, args, parent=parent, **extra)
+        ctx.meta[_ARGV_KEY] = argv
+        return ctx
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         # The order the command modules register them in: the order an operator meets them.
@@ -265,6 +278,11 @@ class State:
         """Whether --json was given, before or after the subcommand."""
         return bool(self._meta.get(_JSON_KEY))
 
+    @property
+    def argv(self) -> tuple[str, ...]:
+        """The command line as given (the audit log records it)."""
+        return tuple(self._meta.get(_ARGV_KEY, ("rollout",)))
+
     def existing_root(self) -> Location:
         """The root, which must be a directory (or a URL)."""
         return existing_root(self.root)
@@ -290,6 +308,18 @@ class State:
     def walk_failed(self) -> bool:
         """Whether :meth:`walk_error` was called."""
         return bool(self._meta.get(_WALK_FAILED_KEY))
+
+    def search_root(self) -> Path | None:
+        """The root when it is a local directory: where a fork's moved source is looked for."""
+        root = self.root
+        return root if isinstance(root, Path) and root.is_dir() else None
+
+    def local_target(self, arg: str, what: str) -> Path:
+        """The local file a PATH|SESSION_ID argument names, for ``what`` (a command that writes)."""
+        target = self.target(arg)
+        if not isinstance(target, Path):
+            raise CliError(f"{what} works on local files, not on {target}")
+        return target
 
 
 def state() -> State:

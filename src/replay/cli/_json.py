@@ -9,6 +9,7 @@ consumer can decode them with the same schema.
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -19,6 +20,9 @@ from ledger.messages import Message
 from replay.cli._render import json_safe
 
 if TYPE_CHECKING:
+    from ledger.lineage import Inherited
+    from ledger.records import ForkOrigin
+    from ledger.reducer import UsageTotals
     from replay.eligibility import Eligibility
     from replay.stop import StopFacts
 
@@ -27,9 +31,12 @@ __all__ = [
     "degradation_json",
     "dump",
     "eligibility_json",
+    "fork_json",
+    "inherited_json",
     "messages_json",
     "stop_json",
     "time_json",
+    "usage_json",
 ]
 
 JSON_VERSION: Final = 1
@@ -77,6 +84,53 @@ def stop_json(facts: StopFacts) -> dict[str, Any]:
 def eligibility_json(e: Eligibility) -> dict[str, Any]:
     """A resume decision: replayable or not, its tier and its reason."""
     return {"replayable": e.replayable, "tier": str(e.tier), "reason": e.reason}
+
+
+def fork_json(origin: ForkOrigin | None) -> dict[str, Any] | None:
+    """A fork's origin (ADR 0130), or ``None`` for a session that is not a fork."""
+    if origin is None:
+        return None
+    return {
+        "session_id": origin.session_id,
+        "seq": origin.seq,
+        "digest": origin.digest,
+        "message_count": origin.message_count,
+        "path": origin.path,
+        "copied": origin.copied,
+    }
+
+
+def inherited_json(inherited: Inherited | None) -> dict[str, Any] | None:
+    """What a fork inherits: its messages, the sources read (nearest first), verified or not."""
+    if inherited is None:
+        return None
+    return {
+        "messages": len(inherited.messages),
+        "verified": inherited.verified,
+        "sources": [
+            {
+                "session_id": link.session_id,
+                "path": None if link.path is None else os.path.abspath(link.path),
+                "seq": link.seq,
+                "messages": link.messages,
+                "verified": link.verified,
+                "moved": link.moved,
+            }
+            for link in inherited.links
+        ],
+    }
+
+
+def usage_json(usage: UsageTotals) -> dict[str, int]:
+    """Token usage totals (ADR 0121), each response counted once."""
+    return {
+        "responses": usage.responses,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "reasoning_tokens": usage.reasoning_tokens,
+    }
 
 
 def messages_json(messages: tuple[Message, ...]) -> list[msgspec.Raw]:

@@ -24,6 +24,7 @@ from replay.lookup import SessionLookupError, find_session
 __all__ = [
     "existing_root",
     "looks_like_path",
+    "parse_age",
     "parse_since",
     "path_json",
     "resolve_root",
@@ -193,3 +194,18 @@ def parse_since(value: str, now: datetime | None = None) -> datetime:
             "nor an ISO date (2026-12-01, 2026-12-01T08:00)",
             EXIT_USAGE,
         ) from None
+
+
+def parse_age(value: str, option: str = "--older-than") -> timedelta:
+    """A duration such as ``30d``, ``12h``, ``2w`` or ``0d`` (``s`` and ``m`` too)."""
+    m = _DURATION.fullmatch(value.strip())
+    if m is None:
+        raise CliError(
+            f"{option} {value!r} is not a duration: give a number and a unit, as in 30d, 12h, "
+            "2w (0d means all)",
+            EXIT_USAGE,
+        )
+    try:
+        return timedelta(**{_UNITS[m["unit"]]: int(m["n"])})
+    except (OverflowError, ValueError):
+        raise CliError(f"{option} {value!r} is out of range", EXIT_USAGE) from None

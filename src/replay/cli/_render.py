@@ -12,7 +12,7 @@ the C0 range), which keeps the JSON valid and equal once parsed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 from ledger.damage import Degradation
@@ -188,11 +188,19 @@ def _call_block(
         _output_block(console, messages[idx], label, full, "blue" if last else "dim yellow")
 
 
-def render_transcript(console: Console, messages: Sequence[Message], *, full: bool = False) -> None:
+def render_transcript(
+    console: Console,
+    messages: Sequence[Message],
+    *,
+    full: bool = False,
+    abandoned: Mapping[int, int] | None = None,
+) -> None:
     """Draw a conversation: roles, folded reasoning, each tool call with its outputs under it.
 
     Outputs are paired with calls per turn (:mod:`replay.pairing`), as the repair for
     providers pairs them; an output that answers no call of its turn is flagged as an orphan.
+    ``abandoned`` maps the index of each message a rewind abandoned to that rewind's seq: such
+    messages are marked, never left out (ADR 0131).
     """
     from rich.text import Text
 
@@ -207,6 +215,8 @@ def render_transcript(console: Console, messages: Sequence[Message], *, full: bo
             head.append(f" ({m.name})", style="dim")
         if m.is_anchored:
             head.append(" anchored", style="dim")
+        if abandoned and i in abandoned:
+            head.append(f" abandoned (rewind at seq {abandoned[i]})", style="bold yellow")
         if i in pairing.orphans:
             head.append(
                 f" orphan output for call {m.tool_call_id or '?'} (no such call in its turn)",

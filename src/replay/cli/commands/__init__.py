@@ -12,9 +12,11 @@ from replay.cli.commands import (
     exporting,
     fleet,
     grep,
+    history,
     importing,
     listing,
     reading,
+    retention,
     schema,
     verify,
 )
@@ -29,6 +31,8 @@ GROUPS: Final[tuple[ModuleType, ...]] = (
     importing,
     exporting,
     fleet,
+    history,
+    retention,
     schema,
     demo,
 )

@@ -48,7 +48,7 @@ def export_cmd(session: str, fmt: str, output: str | None) -> None:
     """
     opts = state()
     path = opts.target(session)
-    rep = read_replay(path, whole_file=True)
+    rep = read_replay(path, whole_file=True, root=opts.search_root())
     children: tuple[SessionEntry, ...] = ()
     root = opts.root
     if rep.session_id is not None and (not isinstance(root, Path) or root.is_dir()):

@@ -25,6 +25,7 @@ from replay.handoff import handoff_report
 from replay.replay import Replay, ReplayTooLarge, read_replay
 from replay.stop import StopFacts
 from replay.verdict import Verdict, verify_replay
+from replay.view import transcript
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -60,14 +61,20 @@ def show(session: str, raw: bool, full: bool) -> None:
     if raw:
         _show_raw(path)
         return
-    rep = read_replay(path, whole_file=True)
+    rep = read_replay(path, whole_file=True, root=opts.search_root())
     out = console()
     session_header(
         out, opts.root, path, rep.meta, rep.stop, resume_eligibility(rep.stop, meta=rep.meta)
     )
     checkpoint_line(out, rep)
     out.rule(style="dim")
-    render_transcript(out, rep.messages, full=full)
+    shown = transcript(rep)
+    render_transcript(
+        out,
+        [e.message for e in shown],
+        full=full,
+        abandoned={i: e.abandoned_by for i, e in enumerate(shown) if e.abandoned_by is not None},
+    )
     if rep.degraded:
         out.rule("degradations", style="yellow")
         render_degradations(out, rep.degraded)
@@ -120,6 +127,11 @@ def session_header(
                     f"call {meta.delegation_id or '(missing)'}",
                 )
             )
+        if meta.fork is not None:
+            copied = ", copied" if meta.fork.copied else ""
+            facts.append(
+                ("forked from", f"session {meta.fork.session_id} at seq {meta.fork.seq}{copied}")
+            )
     facts.append(("stop", stop.describe() + (f": {stop.reason}" if stop.reason else "")))
     verdict = "yes" if eligibility.replayable else "no"
     facts.append(("resumable", f"{verdict} ({eligibility.reason})"))
@@ -146,7 +158,9 @@ def checkpoint_line(out: Console, rep: Replay) -> None:
     out.print(
         Text(
             f"  {'messages':<13}{len(rep.messages)} (about {rep.estimated_tokens} tokens"
+            + (f", {len(rep.inherited.messages)} inherited" if rep.inherited else "")
             + (f", {rep.compactions} compaction(s) read" if rep.compactions else "")
+            + (f", {len(rep.abandoned)} abandoned by rewinds" if rep.abandoned else "")
             + ")",
             style="dim",
         )
@@ -169,7 +183,9 @@ def replay_cmd(session: str, budget: int | None, max_messages: int | None) -> No
     opts = state()
     path = opts.target(session)
     try:
-        rep = read_replay(path, token_budget=budget, max_messages=max_messages)
+        rep = read_replay(
+            path, token_budget=budget, max_messages=max_messages, root=opts.search_root()
+        )
         over = False
     except ReplayTooLarge as exc:
         rep, over = exc.replay, True

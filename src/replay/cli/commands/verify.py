@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -59,11 +60,11 @@ class _Result:
         }
 
 
-def _check(path: Location, duplicate: str | None) -> _Result:
+def _check(path: Location, duplicate: str | None, root: Path | None) -> _Result:
     try:
         # A writer seen before or after the read may have been mid-write during it.
         live = writer_active(path)
-        rep = read_replay(path, whole_file=True)
+        rep = read_replay(path, whole_file=True, root=root)
         live = live or writer_active(path)
     except OSError as exc:
         # Vanished or unreadable since the walk: this file fails, the others are still checked.
@@ -149,7 +150,7 @@ def verify(paths: tuple[str, ...], all_: bool, strict: bool, scheduler: str) -> 
     results: list[_Result] = []
 
     def check(path: Location, emit: Callable[[Text], None]) -> None:
-        result = _check(path, duplicates.get(path))
+        result = _check(path, duplicates.get(path), opts.search_root())
         results.append(result)
         if not opts.json:
             emit(_line(result, opts.root))

@@ -1,0 +1,416 @@
+"""Retention: prune sessions to the root's trash, restore them, empty the trash (ADR 0133).
+
+Nothing is deleted by default. :func:`prune` moves the sessions that match (last written before
+a cutoff, stopped with given kinds, or named) into the trash, one audit line per session first.
+A session that a live writer holds is never pruned; one with live forks (forks that read it)
+or unfinished delegated children is kept unless it is named, or they go with it.
+:func:`restore` brings one back; :func:`empty_trash` is the only deletion. Each holds the
+trash's lock, and first finishes (or cancels, saying why) whatever a killed run left half done,
+so that the audit log and the trash agree (:func:`trash_problems`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from collections.abc import Collection, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import attrs
+
+from ledger.locking import writer_active
+from replay.lookup import find_session
+from replay.sessions import SessionEntry, iter_rollout_paths, list_sessions
+from replay.trash import (
+    AuditEntry,
+    TrashError,
+    append_audit,
+    file_hash,
+    move_file,
+    now,
+    partial_of,
+    read_audit,
+    trash_files,
+    trash_lock,
+)
+
+__all__ = [
+    "PrunePlan",
+    "Selection",
+    "empty_trash",
+    "plan_prune",
+    "prune",
+    "recover",
+    "restore",
+    "stop_label",
+    "trash_problems",
+]
+
+
+@attrs.frozen
+class Selection:
+    """A session a prune looked at: why it matched, and why it is kept (``None``: pruned)."""
+
+    entry: SessionEntry
+    why: str
+    held: str | None = None
+
+
+@attrs.frozen
+class PrunePlan:
+    """What a prune does: the sessions it moves to the trash, and those it keeps, with why."""
+
+    pruned: tuple[Selection, ...] = ()
+    held: tuple[Selection, ...] = ()
+
+
+def stop_label(e: SessionEntry) -> str:
+    """How a session stopped, as `rollout ls` shows it and ``--stop-kind`` names it: its stop
+    kind, ``killed`` (records after its last stop point) or ``unknown`` (no stop point)."""
+    if e.stop.found and e.stop.killed:
+        return "killed"
+    return e.stop.stop_kind or ("killed" if e.stop.killed else "unknown")
+
+
+def _age(seconds: float) -> str:
+    days = seconds / 86400
+    return f"{days:.0f} day(s)" if days >= 1 else f"{seconds / 3600:.1f} hour(s)"
+
+
+def plan_prune(
+    root: str | os.PathLike[str],
+    *,
+    older_than: timedelta | None = None,
+    stop_kinds: Collection[str] = (),
+    named: Sequence[Path] = (),
+    at: datetime | None = None,
+) -> PrunePlan:
+    """Decide what a prune of ``root`` moves to the trash; nothing is touched.
+
+    ``named`` sessions (files under the root) are pruned whatever their forks and children;
+    otherwise a session matches when it was last written longer than ``older_than`` ago and
+    (when ``stop_kinds`` is given) stopped with one of them (:func:`stop_label`). A match is
+    kept when a live writer holds it, or when a fork that reads it or an unfinished delegated
+    child is not pruned with it.
+    """
+    _check_rule(older_than, stop_kinds, named)
+    when = (at or now()).timestamp()
+    entries = list_sessions(root)
+    chosen: dict[Path, Selection] = {}
+    wanted = {p.resolve() for p in named}
+    for e in entries:
+        path = e.path
+        if not isinstance(path, Path):
+            continue  # an object of a fleet: retention is for local roots
+        if named:
+            if path.resolve() in wanted:
+                chosen[path] = Selection(e, "named on the command line")
+            continue
+        reasons = []
+        if older_than is not None:
+            age = when - path.stat().st_mtime
+            if age < older_than.total_seconds():
+                continue
+            reasons.append(f"last written {_age(age)} ago")
+        if stop_kinds:
+            label = stop_label(e)
+            if label not in stop_kinds:
+                continue
+            reasons.append(f"stopped {label}")
+        chosen[path] = Selection(e, ", ".join(reasons))
+    held: dict[Path, Selection] = {}
+    for path, sel in list(chosen.items()):
+        if writer_active(path):
+            held[path] = attrs.evolve(sel, held="a writer has it open: it is a live session")
+            del chosen[path]
+    if not named:
+        _hold_dependencies(entries, chosen, held)
+    return PrunePlan(pruned=tuple(chosen.values()), held=tuple(held.values()))
+
+
+def _check_rule(
+    older_than: timedelta | None, stop_kinds: Collection[str], named: Sequence[Path]
+) -> None:
+    if not named and older_than is None and not stop_kinds:
+        raise ValueError(
+            "a prune needs a rule (older_than, stop_kinds) or named sessions: it never "
+            "chooses sessions by default"
+        )
+
+
+def _hold_dependencies(
+    entries: Sequence[SessionEntry], chosen: dict[Path, Selection], held: dict[Path, Selection]
+) -> None:
+    """Keep every chosen session that a fork reading it, or an unfinished delegated child,
+    still needs (unless those go too); holding one may hold its own source, so repeat."""
+    needs: dict[str, list[tuple[SessionEntry, str]]] = {}
+    for e in entries:
+        if e.fork is not None and not e.fork.copied:
+            needs.setdefault(e.fork.session_id, []).append((e, "fork"))
+        finished = e.stop.terminal is not None and not e.eligibility.replayable
+        if e.parent_session_id and not finished:
+            needs.setdefault(e.parent_session_id, []).append(
+                (e, f"unfinished child ({e.stop.describe()})")
+            )
+    changed = True
+    while changed:
+        changed = False
+        for path, sel in list(chosen.items()):
+            sid = sel.entry.session_id
+            staying = [(d, kind) for d, kind in needs.get(sid or "", ()) if d.path not in chosen]
+            if sid is None or not staying:
+                continue
+            shown = ", ".join(f"{kind} {d.session_id}" for d, kind in staying[:3])
+            more = f" and {len(staying) - 3} more" if len(staying) > 3 else ""
+            held[path] = attrs.evolve(
+                sel, held=f"still needed by {shown}{more}; name it to prune it anyway"
+            )
+            del chosen[path]
+            changed = True
+
+
+def prune(
+    root: str | os.PathLike[str],
+    *,
+    older_than: timedelta | None = None,
+    stop_kinds: Collection[str] = (),
+    named: Sequence[Path] = (),
+    command: Sequence[str] = (),
+    dry_run: bool = False,
+) -> PrunePlan:
+    """Move the sessions :func:`plan_prune` chooses to the trash, each after its audit line.
+
+    Holds the trash's lock (a second prune fails with :class:`~replay.trash.TrashBusyError`)
+    and first finishes what a killed run left (:func:`recover`). With ``dry_run``, only plans.
+    """
+    base = Path(root)
+    _check_rule(older_than, stop_kinds, named)
+    if dry_run:
+        return plan_prune(base, older_than=older_than, stop_kinds=stop_kinds, named=named)
+    with trash_lock(base):
+        recover(base, command)
+        plan = plan_prune(base, older_than=older_than, stop_kinds=stop_kinds, named=named)
+        for sel in plan.pruned:
+            _prune_one(base, sel, command)
+    return plan
+
+
+def _relative(path: Path, root: Path) -> str:
+    return Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
+
+
+def _prune_one(root: Path, sel: Selection, command: Sequence[str]) -> None:
+    src = sel.entry.path
+    assert isinstance(src, Path)  # plan_prune chose local files only
+    rel = _relative(src, root)
+    dst = trash_files(root) / rel
+    sha, size = file_hash(src)
+    append_audit(
+        root,
+        AuditEntry(
+            action="prune",
+            at=now(),
+            path=rel,
+            trash_path=_relative(dst, root),
+            session_id=sel.entry.session_id,
+            sha256=sha,
+            size=size,
+            why=sel.why,
+            command=tuple(command),
+        ),
+    )
+    move_file(src, dst, sha)
+
+
+def _last_actions(root: Path) -> tuple[dict[str, AuditEntry], dict[str, AuditEntry]]:
+    """Per file in the trash: the last line of the log (what a killed run may have left in
+    flight), and the last action still in effect (a ``cancel`` undoes the one before it)."""
+    last: dict[str, AuditEntry] = {}
+    history: dict[str, list[AuditEntry]] = {}
+    for e in read_audit(root)[0]:
+        last[e.trash_path] = e
+        done = history.setdefault(e.trash_path, [])
+        if e.action == "cancel":
+            if done:
+                done.pop()
+        else:
+            done.append(e)
+    return last, {k: v[-1] for k, v in history.items() if v}
+
+
+def _same(path: Path, sha: str | None) -> bool:
+    try:
+        return file_hash(path)[0] == sha
+    except OSError:
+        return False
+
+
+def recover(root: str | os.PathLike[str], command: Sequence[str] = ()) -> list[str]:
+    """Finish, or cancel with a line saying why, every action of the audit log that a killed
+    run left half done; return what was done, in words. The caller holds the trash's lock."""
+    base = Path(root)
+    done: list[str] = []
+    for e in _last_actions(base)[0].values():
+        outside, inside = base / e.path, base / e.trash_path
+        with contextlib.suppress(FileNotFoundError):
+            partial_of(inside).unlink()
+            done.append(f"removed a partial copy of {e.trash_path}")
+        there, here = os.path.lexists(inside), os.path.lexists(outside)
+        if e.action == "prune":
+            if there and here and _same(inside, e.sha256) and _same(outside, e.sha256):
+                outside.unlink()  # a copy across file systems was complete
+            elif not there and here and _same(outside, e.sha256):
+                move_file(outside, inside, e.sha256 or "")
+                done.append(f"finished pruning {e.path}")
+            elif not there:
+                why = "it changed after the prune was logged" if here else "it is gone"
+                _cancel(base, e, f"prune not carried out: {why}; left as it is", command)
+                done.append(f"cancelled pruning {e.path}: {why}")
+        elif e.action == "restore":
+            if there and here and _same(inside, e.sha256) and _same(outside, e.sha256):
+                inside.unlink()
+            elif there and not here and _same(inside, e.sha256):
+                move_file(inside, outside, e.sha256 or "")
+                done.append(f"finished restoring {e.path}")
+            elif there:
+                _cancel(
+                    base,
+                    e,
+                    "restore not carried out: the file changed; it stays in the trash",
+                    command,
+                )
+                done.append(f"cancelled restoring {e.path}")
+        elif e.action == "delete" and there:
+            inside.unlink()
+            done.append(f"finished deleting {e.trash_path}")
+    return done
+
+
+def _cancel(root: Path, e: AuditEntry, why: str, command: Sequence[str]) -> None:
+    append_audit(
+        root,
+        AuditEntry(
+            action="cancel",
+            at=now(),
+            path=e.path,
+            trash_path=e.trash_path,
+            session_id=e.session_id,
+            why=why,
+            command=tuple(command),
+        ),
+    )
+
+
+def restore(
+    root: str | os.PathLike[str], session_id_or_prefix: str, *, command: Sequence[str] = ()
+) -> Path:
+    """Move the trashed session named by id (or prefix) back where it was; return its path.
+
+    Raises :class:`~replay.SessionLookupError` when the trash has no such session, and
+    :class:`~replay.trash.TrashError` when a file now stands where it was.
+    """
+    base = Path(root)
+    with trash_lock(base):
+        recover(base, command)
+        found = find_session(base, session_id_or_prefix, trash=True)
+        assert isinstance(found, Path)  # the trash is local
+        inside = _relative(found, base)
+        pruned = _last_actions(base)[1].get(inside)
+        rel = pruned.path if pruned is not None else _relative(found, trash_files(base))
+        target = base / rel
+        if os.path.lexists(target):
+            raise TrashError(
+                errno.EEXIST,
+                f"cannot restore {inside}: {rel} exists again; move it away first",
+                os.fspath(target),
+            )
+        sha, size = file_hash(found)
+        append_audit(
+            base,
+            AuditEntry(
+                action="restore",
+                at=now(),
+                path=rel,
+                trash_path=inside,
+                session_id=pruned.session_id if pruned else None,
+                sha256=sha,
+                size=size,
+                why="restored on request",
+                command=tuple(command),
+            ),
+        )
+        move_file(found, target, sha)
+    return target
+
+
+def empty_trash(
+    root: str | os.PathLike[str],
+    *,
+    older_than: timedelta,
+    command: Sequence[str] = (),
+    dry_run: bool = False,
+    at: datetime | None = None,
+) -> list[tuple[Path, str]]:
+    """Delete from the trash the sessions pruned longer than ``older_than`` ago, each after its
+    audit line; return ``(file, why)`` for each. The only deletion retention does."""
+    base = Path(root)
+    lock = contextlib.nullcontext() if dry_run else trash_lock(base)
+    out: list[tuple[Path, str]] = []
+    with lock:
+        if not dry_run:
+            recover(base, command)
+        last = _last_actions(base)[1]
+        when = at or now()
+        for path in sorted(iter_rollout_paths(trash_files(base))):
+            inside = _relative(path, base)
+            entry = last.get(inside)
+            since = entry.at if entry is not None and entry.action == "prune" else None
+            age = (when - since) if since is not None else None
+            if age is not None and age < older_than:
+                continue
+            why = (
+                f"in the trash for {_age(age.total_seconds())}"
+                if age is not None
+                else "in the trash without a prune on record"
+            )
+            out.append((path, why))
+            if dry_run:
+                continue
+            sha, size = file_hash(path)
+            append_audit(
+                base,
+                AuditEntry(
+                    action="delete",
+                    at=now(),
+                    path=entry.path if entry is not None else _relative(path, trash_files(base)),
+                    trash_path=inside,
+                    session_id=entry.session_id if entry is not None else None,
+                    sha256=sha,
+                    size=size,
+                    why=why,
+                    command=tuple(command),
+                ),
+            )
+            path.unlink()
+    return out
+
+
+def trash_problems(root: str | os.PathLike[str]) -> list[str]:
+    """Where the audit log and the trash disagree (nothing, after any run that was not
+    killed, and after the next run of one that was)."""
+    base = Path(root)
+    problems: list[str] = []
+    last = _last_actions(base)[1]
+    for inside, e in last.items():
+        there = os.path.lexists(base / inside)
+        if e.action == "prune" and not there:
+            problems.append(f"{inside}: logged as pruned, not in the trash")
+        elif e.action != "prune" and there:
+            problems.append(f"{inside}: in the trash, but its last logged action is {e.action}")
+    for path in iter_rollout_paths(trash_files(base)):
+        inside = _relative(path, base)
+        if inside not in last:
+            problems.append(f"{inside}: in the trash without a line in the audit log")
+    return problems
