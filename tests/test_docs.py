@@ -48,7 +48,8 @@ JSONL = blocks("jsonl")
 
 def test_every_concept_has_a_page_with_examples() -> None:
     """docs/ has a page per concept, and each page has at least one executed example."""
-    for name in ("format", "writer", "replay", "eligibility", "delegation", "export", "providers"):
+    concepts = ("format", "writer", "replay", "eligibility", "delegation", "export", "providers")
+    for name in (*concepts, "history"):
         page = f"docs/{name}.md"
         assert (REPO / page).is_file(), page
         assert any(where.startswith(page + ":") for where, _ in PYTHON), page

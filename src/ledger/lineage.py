@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 import attrs
+import msgspec
 
 from ledger.damage import Degradation, DegradationKind
 from ledger.digest import checkpoint_digest
@@ -37,9 +38,11 @@ __all__ = [
     "Link",
     "Located",
     "Locator",
+    "ForkPlan",
     "fork_origin",
     "names_session",
     "open_source",
+    "plan_fork",
     "read_inherited",
     "recorded_locator",
     "state_at",
@@ -176,6 +179,53 @@ def fork_origin(
         path=Path(os.path.relpath(source.absolute(), fork_directory.absolute())).as_posix(),
     )
     return origin, state
+
+
+@attrs.frozen
+class ForkPlan:
+    """What :meth:`~ledger.RolloutWriter.fork` writes: where, the origin, the agent name, and
+    for a copy the inherited conversation with the summary of its compaction."""
+
+    directory: Path
+    origin: ForkOrigin
+    agent_name: str | None
+    copied: tuple[Message, ...] | None = None
+    summary: str | None = None
+
+
+def plan_fork(
+    source: Path,
+    directory: str | os.PathLike[str] | None,
+    *,
+    at: int | None,
+    copy: bool,
+    agent_name: str | None,
+    locate: Locator | None,
+) -> ForkPlan:
+    """Read the source and decide the fork (the writer's half of ADR 0130); raises
+    :class:`~ledger.ForkError` when it cannot be made. A copy reads the whole chain of sources
+    and needs every one found and verified."""
+    target = source.parent if directory is None else Path(directory)
+    origin, state = fork_origin(source, at, target)
+    assert state.meta is not None  # fork_origin checked the head
+    name = agent_name if agent_name is not None else state.meta.agent_name
+    if not copy:
+        return ForkPlan(directory=target, origin=origin, agent_name=name)
+    inherited = Inherited()
+    if state.meta.fork is not None and not state.compactions:
+        inherited = read_inherited(state.meta, source, locate)
+    if not inherited.verified:
+        problem = next((d for d in inherited.degraded if d.is_damage), None)
+        raise ForkError(
+            f"cannot copy the conversation of {source}: {problem}; nothing was written", source
+        )
+    return ForkPlan(
+        directory=target,
+        origin=msgspec.structs.replace(origin, copied=True),
+        agent_name=name,
+        copied=inherited.messages + state.messages,
+        summary=f"copied from session {origin.session_id} at seq {origin.seq}",
+    )
 
 
 def recorded_locator(origin: ForkOrigin, fork_path: Path) -> Located | None:

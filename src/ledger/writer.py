@@ -31,15 +31,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
 
-import msgspec
-
 from ledger import locking
 from ledger.batching import MAX_BATCH_DELAY, MAX_BATCH_RECORDS, BatchQueue
 from ledger.codec import encode_line, encode_record, message_records
 from ledger.context import delegation_coordinates
 from ledger.digest import checkpoint_digest
 from ledger.history import RewindTargets
-from ledger.lineage import Locator, fork_origin, read_inherited
+from ledger.lineage import Locator, plan_fork
 from ledger.messages import Message
 from ledger.naming import rollout_filename
 from ledger.reader import DEFAULT_MAX_LINE_BYTES
@@ -319,34 +317,19 @@ class RolloutWriter(AsyncForms):
         that the fork never needs its source. ``agent_name`` defaults to the source's; the rest
         is as :meth:`create`. Raises :class:`ForkError` when the source cannot be forked there.
         """
-        src = Path(source)
-        target = src.parent if directory is None else Path(directory)
-        origin, state = fork_origin(src, at, target)
-        assert state.meta is not None  # fork_origin checked the head
-        kept: tuple[Message, ...] | None = None
-        if copy:
-            chain = state.meta.fork is not None and not state.compactions
-            inherited = read_inherited(state.meta, src, locate) if chain else None
-            if inherited is not None and not inherited.verified:
-                problem = next((d for d in inherited.degraded if d.is_damage), None)
-                raise ForkError(
-                    f"cannot copy the conversation of {src}: {problem}; nothing was written",
-                    src,
-                )
-            kept = (inherited.messages if inherited else ()) + state.messages
-            origin = msgspec.structs.replace(origin, copied=True)
+        plan = plan_fork(
+            Path(source), directory, at=at, copy=copy, agent_name=agent_name, locate=locate
+        )
         writer = cls._create(
-            target,
+            plan.directory,
             session_id=session_id,
-            agent_name=agent_name if agent_name is not None else state.meta.agent_name,
+            agent_name=plan.agent_name,
             meta=meta,
             durability=durability,
-            fork=origin,
+            fork=plan.origin,
         )
-        if kept is not None:
-            writer.compacted(
-                kept, summary=f"copied from session {origin.session_id} at seq {origin.seq}"
-            )
+        if plan.copied is not None:
+            writer.compacted(plan.copied, summary=plan.summary)
         return writer
 
     def _discard(self) -> None:

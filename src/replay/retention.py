@@ -22,6 +22,7 @@ import attrs
 
 from ledger.locking import writer_active
 from replay.lookup import find_session
+from replay.recovery import actions, recover, trash_problems
 from replay.sessions import SessionEntry, iter_rollout_paths, list_sessions
 from replay.trash import (
     AuditEntry,
@@ -30,8 +31,7 @@ from replay.trash import (
     file_hash,
     move_file,
     now,
-    partial_of,
-    read_audit,
+    relative_to_root,
     trash_files,
     trash_lock,
 )
@@ -197,14 +197,10 @@ def prune(
     return plan
 
 
-def _relative(path: Path, root: Path) -> str:
-    return Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
-
-
 def _prune_one(root: Path, sel: Selection, command: Sequence[str]) -> None:
     src = sel.entry.path
     assert isinstance(src, Path)  # plan_prune chose local files only
-    rel = _relative(src, root)
+    rel = relative_to_root(src, root)
     dst = trash_files(root) / rel
     sha, size = file_hash(src)
     append_audit(
@@ -213,7 +209,7 @@ def _prune_one(root: Path, sel: Selection, command: Sequence[str]) -> None:
             action="prune",
             at=now(),
             path=rel,
-            trash_path=_relative(dst, root),
+            trash_path=relative_to_root(dst, root),
             session_id=sel.entry.session_id,
             sha256=sha,
             size=size,
@@ -222,85 +218,6 @@ def _prune_one(root: Path, sel: Selection, command: Sequence[str]) -> None:
         ),
     )
     move_file(src, dst, sha)
-
-
-def _last_actions(root: Path) -> tuple[dict[str, AuditEntry], dict[str, AuditEntry]]:
-    """Per file in the trash: the last line of the log (what a killed run may have left in
-    flight), and the last action still in effect (a ``cancel`` undoes the one before it)."""
-    last: dict[str, AuditEntry] = {}
-    history: dict[str, list[AuditEntry]] = {}
-    for e in read_audit(root)[0]:
-        last[e.trash_path] = e
-        done = history.setdefault(e.trash_path, [])
-        if e.action == "cancel":
-            if done:
-                done.pop()
-        else:
-            done.append(e)
-    return last, {k: v[-1] for k, v in history.items() if v}
-
-
-def _same(path: Path, sha: str | None) -> bool:
-    try:
-        return file_hash(path)[0] == sha
-    except OSError:
-        return False
-
-
-def recover(root: str | os.PathLike[str], command: Sequence[str] = ()) -> list[str]:
-    """Finish, or cancel with a line saying why, every action of the audit log that a killed
-    run left half done; return what was done, in words. The caller holds the trash's lock."""
-    base = Path(root)
-    done: list[str] = []
-    for e in _last_actions(base)[0].values():
-        outside, inside = base / e.path, base / e.trash_path
-        with contextlib.suppress(FileNotFoundError):
-            partial_of(inside).unlink()
-            done.append(f"removed a partial copy of {e.trash_path}")
-        there, here = os.path.lexists(inside), os.path.lexists(outside)
-        if e.action == "prune":
-            if there and here and _same(inside, e.sha256) and _same(outside, e.sha256):
-                outside.unlink()  # a copy across file systems was complete
-            elif not there and here and _same(outside, e.sha256):
-                move_file(outside, inside, e.sha256 or "")
-                done.append(f"finished pruning {e.path}")
-            elif not there:
-                why = "it changed after the prune was logged" if here else "it is gone"
-                _cancel(base, e, f"prune not carried out: {why}; left as it is", command)
-                done.append(f"cancelled pruning {e.path}: {why}")
-        elif e.action == "restore":
-            if there and here and _same(inside, e.sha256) and _same(outside, e.sha256):
-                inside.unlink()
-            elif there and not here and _same(inside, e.sha256):
-                move_file(inside, outside, e.sha256 or "")
-                done.append(f"finished restoring {e.path}")
-            elif there:
-                _cancel(
-                    base,
-                    e,
-                    "restore not carried out: the file changed; it stays in the trash",
-                    command,
-                )
-                done.append(f"cancelled restoring {e.path}")
-        elif e.action == "delete" and there:
-            inside.unlink()
-            done.append(f"finished deleting {e.trash_path}")
-    return done
-
-
-def _cancel(root: Path, e: AuditEntry, why: str, command: Sequence[str]) -> None:
-    append_audit(
-        root,
-        AuditEntry(
-            action="cancel",
-            at=now(),
-            path=e.path,
-            trash_path=e.trash_path,
-            session_id=e.session_id,
-            why=why,
-            command=tuple(command),
-        ),
-    )
 
 
 def restore(
@@ -316,9 +233,9 @@ def restore(
         recover(base, command)
         found = find_session(base, session_id_or_prefix, trash=True)
         assert isinstance(found, Path)  # the trash is local
-        inside = _relative(found, base)
-        pruned = _last_actions(base)[1].get(inside)
-        rel = pruned.path if pruned is not None else _relative(found, trash_files(base))
+        inside = relative_to_root(found, base)
+        pruned = actions(base)[1].get(inside)
+        rel = pruned.path if pruned is not None else relative_to_root(found, trash_files(base))
         target = base / rel
         if os.path.lexists(target):
             raise TrashError(
@@ -361,10 +278,10 @@ def empty_trash(
     with lock:
         if not dry_run:
             recover(base, command)
-        last = _last_actions(base)[1]
+        last = actions(base)[1]
         when = at or now()
         for path in sorted(iter_rollout_paths(trash_files(base))):
-            inside = _relative(path, base)
+            inside = relative_to_root(path, base)
             entry = last.get(inside)
             since = entry.at if entry is not None and entry.action == "prune" else None
             age = (when - since) if since is not None else None
@@ -384,7 +301,9 @@ def empty_trash(
                 AuditEntry(
                     action="delete",
                     at=now(),
-                    path=entry.path if entry is not None else _relative(path, trash_files(base)),
+                    path=entry.path
+                    if entry is not None
+                    else relative_to_root(path, trash_files(base)),
                     trash_path=inside,
                     session_id=entry.session_id if entry is not None else None,
                     sha256=sha,
@@ -395,22 +314,3 @@ def empty_trash(
             )
             path.unlink()
     return out
-
-
-def trash_problems(root: str | os.PathLike[str]) -> list[str]:
-    """Where the audit log and the trash disagree (nothing, after any run that was not
-    killed, and after the next run of one that was)."""
-    base = Path(root)
-    problems: list[str] = []
-    last = _last_actions(base)[1]
-    for inside, e in last.items():
-        there = os.path.lexists(base / inside)
-        if e.action == "prune" and not there:
-            problems.append(f"{inside}: logged as pruned, not in the trash")
-        elif e.action != "prune" and there:
-            problems.append(f"{inside}: in the trash, but its last logged action is {e.action}")
-    for path in iter_rollout_paths(trash_files(base)):
-        inside = _relative(path, base)
-        if inside not in last:
-            problems.append(f"{inside}: in the trash without a line in the audit log")
-    return problems

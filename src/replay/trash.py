@@ -40,6 +40,7 @@ __all__ = [
     "now",
     "partial_of",
     "read_audit",
+    "relative_to_root",
     "trash_dir",
     "trash_files",
     "trash_lock",
@@ -95,6 +96,11 @@ def trash_dir(root: str | os.PathLike[str]) -> Path:
 def trash_files(root: str | os.PathLike[str]) -> Path:
     """Where the trash of ``root`` keeps pruned sessions."""
     return trash_dir(root) / _FILES
+
+
+def relative_to_root(path: Path, root: Path) -> str:
+    """``path`` relative to ``root``, POSIX-style, as the audit log writes paths."""
+    return Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
 
 
 def now() -> datetime:

@@ -11,7 +11,15 @@ from replay._files import open_rollout
 from replay._location import Location, ObjectURL
 from replay.cli._app import console, exit_with, state, subcommand
 from replay.cli._errors import EXIT_OVER_BUDGET, EXIT_VERIFY_FAILED
-from replay.cli._json import degradation_json, dump, eligibility_json, messages_json, stop_json
+from replay.cli._json import (
+    degradation_json,
+    dump,
+    eligibility_json,
+    fork_json,
+    inherited_json,
+    messages_json,
+    stop_json,
+)
 from replay.cli._paths import path_json
 from replay.cli._render import (
     json_safe,
@@ -205,6 +213,9 @@ def replay_cmd(session: str, budget: int | None, max_messages: int | None) -> No
                     "over_budget": over,
                     "total_messages": rep.total_messages,
                     "compactions": rep.compactions,
+                    "fork": fork_json(rep.meta.fork if rep.meta is not None else None),
+                    "inherited": inherited_json(rep.inherited),
+                    "abandoned": len(rep.abandoned),
                     "stop": stop_json(rep.stop),
                     "eligibility": eligibility_json(eligibility),
                     "degraded": [degradation_json(d) for d in rep.degraded],
