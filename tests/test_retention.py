@@ -85,7 +85,8 @@ def test_prune_moves_to_the_trash_and_logs_each_session(tmp_path: Path) -> None:
     assert line.path == f"team/a/{old.name}"
     assert line.trash_path == f".trash/files/team/a/{old.name}"
     assert line.session_id == "old"
-    assert line.sha256 == sha == _sha(inside)
+    assert line.digest == sha == _sha(inside)
+    assert f'"sha256":"{sha}"'.encode() in (tmp_path / ".trash" / "audit.jsonl").read_bytes()
     assert line.size == inside.stat().st_size
     assert "last written 40 day(s) ago" in line.why
     assert line.command == ("rollout", "prune", "x")
@@ -245,7 +246,7 @@ def test_emptying_the_trash_is_the_only_deletion_and_is_logged(tmp_path: Path) -
     delete = read_audit(tmp_path)[0][-1]
     assert delete.action == "delete"
     assert delete.session_id == "a"
-    assert delete.sha256 is not None
+    assert delete.digest is not None
     assert delete.command == ("x",)
     assert trash_problems(tmp_path) == []
 

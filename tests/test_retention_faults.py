@@ -46,7 +46,7 @@ def _check_all_pruned(root: Path, shas: dict[str, str]) -> None:
             assert file_sha256(f)[0] == sha
     entries = [e for e in read_audit(root)[0] if e.action == "prune"]
     assert sorted(Path(e.path).name for e in entries) == sorted(shas)
-    assert {Path(e.path).name: e.sha256 for e in entries} == shas
+    assert {Path(e.path).name: e.digest for e in entries} == shas
     assert trash_problems(root) == []
 
 

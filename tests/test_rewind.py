@@ -26,7 +26,7 @@ from ledger import (
 )
 from ledger.history import RewindTargets, rewind_problem
 from ledger.reader import rebuild
-from replay import read_replay
+from replay import read_replay, transcript
 from rollout_files import RolloutBuilder
 
 TS = datetime(2026, 12, 3, 9, 0, 0, tzinfo=UTC)
@@ -62,6 +62,30 @@ def test_a_rewind_continues_from_the_state_at_its_record(tmp_path: Path) -> None
     assert rep.checkpoint is not None
     assert rep.checkpoint.digest == checkpoint_digest(rep.messages)
     assert b'"type":"rewind"' in w.path.read_bytes()
+
+
+def test_abandoned_turns_are_shown_in_file_order_after_nested_rewinds(tmp_path: Path) -> None:
+    """A second rewind reaching further back than the first: every abandoned message is shown
+    once, in the order of the file, after the messages kept before it."""
+    with RolloutWriter.create(tmp_path) as w:
+        for c in "abc":  # seqs 2, 3, 4
+            w.append(Message(role="user", content=c))
+        w.rewind(to=3)  # seq 5: abandons c
+        for c in "de":  # seqs 6, 7
+            w.append(Message(role="user", content=c))
+        w.rewind(to=2)  # seq 8: abandons b, d, e
+        w.append(Message(role="user", content="f"))
+        w.stop(StopKind.PAUSED)
+    rep = read_replay(w.path)
+    assert _contents(rep.messages) == ["a", "f"]
+    assert [(e.message.content, e.abandoned_by) for e in transcript(rep)] == [
+        ("a", None),
+        ("b", 8),
+        ("c", 5),
+        ("d", 8),
+        ("e", 8),
+        ("f", None),
+    ]
 
 
 def test_rewinding_to_the_session_meta_empties_the_conversation(tmp_path: Path) -> None:

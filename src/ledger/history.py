@@ -98,9 +98,13 @@ class Rewound:
         return Rewound(
             base=self.base,
             ranges=(*self.ranges, (rewind.to, rewind.seq)),
-            abandoned=earlier + left,
+            abandoned=tuple(sorted(earlier + left, key=_file_order)),
             rewinds=self.rewinds + 1,
         )
+
+
+def _file_order(a: Abandoned) -> int:
+    return a.seq
 
 
 class RewindTargets:

@@ -25,6 +25,7 @@ async def aread_replay(
     max_messages: int | None = None,
     token_counter: TokenCounter | None = None,
     whole_file: bool = False,
+    root: str | os.PathLike[str] | None = None,
 ) -> Replay:
     """:func:`~replay.read_replay` off the event loop."""
     import asyncio
@@ -36,6 +37,7 @@ async def aread_replay(
         max_messages=max_messages,
         token_counter=token_counter,
         whole_file=whole_file,
+        root=root,
     )
 
 
@@ -48,8 +50,10 @@ async def aread_stop_facts(
     return await asyncio.to_thread(read_stop_facts, path, scan_budget=scan_budget)
 
 
-async def alist_sessions(root: str | os.PathLike[str]) -> tuple[SessionEntry, ...]:
+async def alist_sessions(
+    root: str | os.PathLike[str], *, trash: bool = False
+) -> tuple[SessionEntry, ...]:
     """:func:`~replay.list_sessions` off the event loop."""
     import asyncio
 
-    return await asyncio.to_thread(list_sessions, root)
+    return await asyncio.to_thread(list_sessions, root, trash=trash)

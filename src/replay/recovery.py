@@ -64,20 +64,20 @@ def recover(root: str | os.PathLike[str], command: Sequence[str] = ()) -> list[s
             done.append(f"removed a partial copy of {e.trash_path}")
         there, here = os.path.lexists(inside), os.path.lexists(outside)
         if e.action == "prune":
-            if there and here and _same(inside, e.sha256) and _same(outside, e.sha256):
+            if there and here and _same(inside, e.digest) and _same(outside, e.digest):
                 outside.unlink()  # a copy across file systems was complete
-            elif not there and here and _same(outside, e.sha256):
-                move_file(outside, inside, e.sha256 or "")
+            elif not there and here and _same(outside, e.digest):
+                move_file(outside, inside, e.digest or "")
                 done.append(f"finished pruning {e.path}")
             elif not there:
                 why = "it changed after the prune was logged" if here else "it is gone"
                 _cancel(base, e, f"prune not carried out: {why}; left as it is", command)
                 done.append(f"cancelled pruning {e.path}: {why}")
         elif e.action == "restore":
-            if there and here and _same(inside, e.sha256) and _same(outside, e.sha256):
+            if there and here and _same(inside, e.digest) and _same(outside, e.digest):
                 inside.unlink()
-            elif there and not here and _same(inside, e.sha256):
-                move_file(inside, outside, e.sha256 or "")
+            elif there and not here and _same(inside, e.digest):
+                move_file(inside, outside, e.digest or "")
                 done.append(f"finished restoring {e.path}")
             elif there:
                 _cancel(

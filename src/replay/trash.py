@@ -66,7 +66,8 @@ class TrashBusyError(TrashError):
 class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One line of the audit log: what was done to which session, when, why, and by which
     command. ``path`` is where the session lives outside the trash and ``trash_path`` where it
-    lives inside, both relative to the root; ``sha256`` and ``size`` are of the file's bytes.
+    lives inside, both relative to the root; ``digest`` (written ``sha256``, from
+    :func:`ledger.digest.file_sha256`) and ``size`` are of the file's bytes.
 
     ``action`` is ``prune`` (moved to the trash), ``restore`` (moved back), ``delete``
     (removed from the trash for good) or ``cancel`` (a logged action that was not carried
@@ -78,7 +79,7 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     path: str
     trash_path: str
     session_id: str | None = None
-    sha256: str | None = None
+    digest: str | None = msgspec.field(default=None, name="sha256")
     size: int | None = None
     why: str = ""
     command: tuple[str, ...] = ()
@@ -177,11 +178,12 @@ def file_hash(path: Path) -> tuple[str, int]:
         return file_sha256(f)
 
 
-def move_file(src: Path, dst: Path, sha256: str) -> None:
+def move_file(src: Path, dst: Path, digest: str) -> None:
     """Move ``src`` to ``dst`` (which must not exist), on any file system.
 
     A rename when both lie on one file system; otherwise a copy to ``dst.partial`` hashed as it
-    is written, checked against ``sha256``, renamed into place and synced, then ``src`` removed.
+    is written, checked against ``digest`` (its sha256), renamed into place and synced, then
+    ``src`` removed.
     """
     if os.path.lexists(dst):
         raise TrashError(
@@ -193,7 +195,7 @@ def move_file(src: Path, dst: Path, sha256: str) -> None:
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
-        _copy_across(src, dst, sha256)
+        _copy_across(src, dst, digest)
     _sync_dir(dst.parent)
     _sync_dir(src.parent)
 
@@ -203,7 +205,7 @@ def partial_of(dst: Path) -> Path:
     return dst.with_name(dst.name + _PARTIAL)
 
 
-def _copy_across(src: Path, dst: Path, sha256: str) -> None:
+def _copy_across(src: Path, dst: Path, digest: str) -> None:
     partial = partial_of(dst)
     with contextlib.suppress(FileNotFoundError):
         partial.unlink()  # what a killed copy left
@@ -218,12 +220,12 @@ def _copy_across(src: Path, dst: Path, sha256: str) -> None:
         partial.unlink()
         raise
     os.close(fd)
-    if got != sha256:
+    if got != digest:
         partial.unlink()
         raise TrashError(
             errno.EIO,
             f"the copy of {src} across file systems does not match its logged sha256 "
-            f"({got} != {sha256}); the original is left in place",
+            f"({got} != {digest}); the original is left in place",
             os.fspath(src),
         )
     os.rename(partial, dst)

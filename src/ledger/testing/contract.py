@@ -35,7 +35,7 @@ from ledger import (
     with_rollout_session_id,
 )
 from ledger.reader import rebuild
-from ledger.records import Compacted, Record, UnknownRecord
+from ledger.records import Compacted, Record, Rewind, UnknownRecord
 
 
 def conversation() -> list[Message]:
@@ -336,6 +336,35 @@ class WriterContract(abc.ABC):
         assert isinstance(record, Compacted)
         assert record.messages == tuple(msgs)
         assert record.summary == "all of it"
+
+    def test_rewind_digest_covers_the_conversation_as_rebuilt(self, writer: Any) -> None:
+        """After a rewind the checkpoint covers the truncated conversation; the abandoned
+        records stay in the file (ADR 0131)."""
+        msgs = conversation()
+        for m in msgs:
+            writer.append(m)
+        writer.rewind(to=3)  # keep the records up to seq 3: the first two messages
+        again = Message(role=Role.USER, content="Start over, please.")
+        writer.append(again)
+        writer.stop(StopKind.PAUSED)
+        state = rebuild(writer.path)
+        assert state.messages == (msgs[0], msgs[1], again)
+        assert state.checkpoint is not None
+        assert state.checkpoint.digest == checkpoint_digest(state.messages)
+        assert [a.message for a in state.rewound.abandoned] == msgs[2:]
+        assert any(isinstance(r, Rewind) and r.to == 3 for r in read_records(writer.path))
+
+    @pytest.mark.parametrize("to", [0, 99])
+    def test_rewind_outside_the_conversation_writes_nothing(self, writer: Any, to: int) -> None:
+        """A rewind before the start or past the last record is refused, and nothing is
+        written."""
+        writer.append(Message(role=Role.USER, content="one"))
+        writer.drain()
+        before = writer.path.read_bytes()
+        with pytest.raises(ValueError, match="rewind"):
+            writer.rewind(to=to)
+        writer.drain()
+        assert writer.path.read_bytes() == before
 
     @pytest.mark.parametrize(
         ("field", "value"),
