@@ -31,6 +31,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
 
+import msgspec
+
 from ledger import locking
 from ledger.batching import MAX_BATCH_DELAY, MAX_BATCH_RECORDS, BatchQueue
 from ledger.codec import encode_line, encode_record, message_records
