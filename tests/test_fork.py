@@ -281,3 +281,20 @@ def test_a_copy_needs_every_source(tmp_path: Path) -> None:
     src.unlink()
     with pytest.raises(ForkError, match="cannot copy"):
         RolloutWriter.fork(f1.path, copy=True, session_id="f2")
+
+
+def test_a_torn_last_line_is_not_forked(tmp_path: Path) -> None:
+    """By default the fork point is the last complete record: a line a live writer is still
+    writing (or a killed one tore) is left out, not taken for damage."""
+    src = _source(tmp_path, 2)
+    with open(src, "ab") as f:
+        f.write(b'{"type":"message","seq":6,"ts":"2026-')
+    with RolloutWriter.fork(src, session_id="f") as f2:
+        f2.stop(StopKind.PAUSED)
+    rep = read_replay(f2.path)
+    assert _contents(rep.messages) == ["s0", "s1"]
+    assert rep.meta is not None
+    assert rep.meta.fork is not None
+    assert rep.meta.fork.seq == 5
+    with pytest.raises(ForkError, match="damaged"):
+        RolloutWriter.fork(src, at=6, session_id="g")

@@ -162,6 +162,10 @@ def fork_origin(
     if state.meta is None:
         raise ForkError(f"cannot fork {source}: it has no session_meta (not a rollout)", source)
     damage = [d for d in state.degraded if d.is_damage]
+    if at is None:
+        # The last complete record is the fork point: a line still being written by a live
+        # writer (or torn by a killed one) after it is not part of what is forked.
+        damage = [d for d in damage if d.kind is not DegradationKind.TORN_TAIL]
     if damage:
         raise ForkError(
             f"cannot fork {source}: it is damaged{where}: {damage[0]}; check it with "
