@@ -88,6 +88,20 @@ def test_abandoned_turns_are_shown_in_file_order_after_nested_rewinds(tmp_path: 
     ]
 
 
+def test_rewinding_to_a_compaction_keeps_all_of_its_messages(tmp_path: Path) -> None:
+    """A compaction's messages all carry its seq: the state at it is every one of them."""
+    with RolloutWriter.create(tmp_path) as w:
+        w.append(Message(role="user", content="before"))  # seq 2
+        w.compacted(_said(3, "c"))  # seq 3
+        w.append(Message(role="user", content="after"))  # seq 4
+        w.rewind(to=3)
+        w.stop(StopKind.PAUSED)
+    rep = read_replay(w.path)
+    assert _contents(rep.messages) == ["c0", "c1", "c2"]
+    assert [(a.message.content, a.seq) for a in rep.abandoned] == [("after", 4)]
+    assert rep.verified
+
+
 def test_rewinding_to_the_session_meta_empties_the_conversation(tmp_path: Path) -> None:
     """Seq 1 is the start: the conversation continues from nothing."""
     with RolloutWriter.create(tmp_path) as w:

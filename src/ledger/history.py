@@ -6,19 +6,51 @@ come at or before ``to``. So a rewind truncates the conversation, and replay equ
 model that truncates a list. That holds only when ``to`` names a record of the current
 conversation; :func:`rewind_problem` is the one statement of that rule, asked by the writer
 before it writes a rewind and by the reducer when it folds one.
+
+The reducer knows the seq of each message's record as runs (:data:`SeqRun`): ``(first message,
+its seq, step)``, message ``i`` of the run having seq ``seq + step * (i - first)``. A run starts
+wherever a message does not directly follow another message's record (step 1), and a
+compaction's messages are one run of step 0 (they all carry its seq). A message read in
+sequence right after another costs the reducer nothing; a rewind reads the runs.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import attrs
 
 from ledger.messages import Message
 from ledger.records import Rewind
 
-__all__ = ["Abandoned", "RewindTargets", "Rewound", "rewind_problem"]
+__all__ = ["Abandoned", "RewindTargets", "Rewound", "SeqRun", "message_seq", "rewind_problem"]
+
+SeqRun = tuple[int, int, int]
+"""``(first message, its seq, step)``: the seqs of the records of a run of messages."""
+
+
+def message_seq(runs: Sequence[SeqRun], index: int) -> int:
+    """The seq of the record of message ``index``, from the runs that cover it (0 for a message
+    no run covers: one a state was built with rather than folded from records)."""
+    at = bisect_right(runs, (index, float("inf"))) - 1
+    if at < 0:
+        return 0
+    first, seq, step = runs[at]
+    return seq + step * (index - first)
+
+
+def _kept(runs: Sequence[SeqRun], count: int, to: int) -> int:
+    """How many of the first ``count`` messages have records at or before seq ``to`` (their
+    seqs never go down, so a binary search over the messages)."""
+    lo, hi = 0, count
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if message_seq(runs, mid) <= to:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 @attrs.frozen
@@ -80,13 +112,18 @@ class Rewound:
         """:func:`rewind_problem` for ``rewind`` against this state."""
         return rewind_problem(rewind.to, rewind.seq, self.base, self.ranges)
 
-    def apply(self, rewind: Rewind, messages: list[Message], seqs: list[int]) -> Rewound:
-        """Truncate ``messages`` (and the ``seqs`` of their records) in place to their state at
+    def apply(self, rewind: Rewind, messages: list[Message], runs: list[SeqRun]) -> Rewound:
+        """Truncate ``messages`` (and the ``runs`` of their seqs) in place to their state at
         ``rewind.to``, which :meth:`problem` accepted; return the state after it."""
-        keep = bisect_right(seqs, rewind.to)
+        keep = _kept(runs, len(messages), rewind.to)
         left = tuple(
-            Abandoned(message=m, seq=s, rewind_seq=rewind.seq, position=keep)
-            for m, s in zip(messages[keep:], seqs[keep:], strict=True)
+            Abandoned(
+                message=messages[i],
+                seq=message_seq(runs, i),
+                rewind_seq=rewind.seq,
+                position=keep,
+            )
+            for i in range(keep, len(messages))
         )
         # Messages abandoned earlier sat after messages this rewind drops: they now follow
         # the last message kept.
@@ -94,7 +131,7 @@ class Rewound:
             a if a.position <= keep else attrs.evolve(a, position=keep) for a in self.abandoned
         )
         del messages[keep:]
-        del seqs[keep:]
+        del runs[bisect_right(runs, (keep, -1)) :]
         return Rewound(
             base=self.base,
             ranges=(*self.ranges, (rewind.to, rewind.seq)),

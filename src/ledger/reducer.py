@@ -15,7 +15,7 @@ import attrs
 
 from ledger.codec import join_message
 from ledger.damage import Degradation, DegradationKind
-from ledger.history import Rewound
+from ledger.history import Rewound, SeqRun
 from ledger.messages import Message, Reasoning, Role
 from ledger.records import (
     DESCRIPTION_TYPES,
@@ -84,9 +84,9 @@ class ReplayState:
     already counted), the last ``turn`` record and the number of turns started, the number of
     ``events`` and the last one, the ``title`` and the number of ``meta_updates``.
 
-    Rewinds (ADR 0131): ``message_seqs`` holds the seq of each message's record (a
-    compaction's messages carry its seq); ``rewound`` what the rewinds since the last
-    compaction left.
+    Rewinds (ADR 0131): ``seq_runs`` gives the seq of each message's record (as runs, see
+    :mod:`ledger.history`, so that a message read in sequence costs nothing more);
+    ``rewound`` is what the rewinds since the last compaction left.
     """
 
     meta: SessionMeta | None = None
@@ -113,7 +113,8 @@ class ReplayState:
     last_event: Event | None = None
     title: str | None = None
     meta_updates: int = 0
-    message_seqs: tuple[int, ...] = ()
+    seq_runs: tuple[SeqRun, ...] = ()
+    run_broken: bool = True
     rewound: Rewound = attrs.field(factory=Rewound)
 
 
@@ -147,7 +148,8 @@ class _Builder:
         self.last_event = s.last_event
         self.title = s.title
         self.meta_updates = s.meta_updates
-        self.message_seqs = list(s.message_seqs)
+        self.seq_runs = list(s.seq_runs)
+        self.run_broken = s.run_broken
         self.rewound = s.rewound
 
     def freeze(self) -> ReplayState:
@@ -176,7 +178,8 @@ class _Builder:
             last_event=self.last_event,
             title=self.title,
             meta_updates=self.meta_updates,
-            message_seqs=tuple(self.message_seqs),
+            seq_runs=tuple(self.seq_runs),
+            run_broken=self.run_broken,
             rewound=self.rewound,
         )
 
@@ -227,11 +230,14 @@ class _Builder:
             last = self.last_seq
             if last is not None and seq == last + 1 and not self.damaged_run:
                 self.last_seq = seq
-                self.on_message(entry.message, line, seq)
+                if self.run_broken:  # the record before was not a message: a new run
+                    self.seq_runs.append((len(self.messages), seq, 1))
+                    self.run_broken = False
+                self.on_message(entry.message, line)
                 return
         self.step_general(entry, line)
 
-    def on_message(self, message: Message, line: int | None, seq: int) -> None:
+    def on_message(self, message: Message, line: int | None) -> None:
         if self.pending_reasoning:
             if message.role == Role.ASSISTANT:
                 message = join_message(tuple(self.pending_reasoning), message)
@@ -239,12 +245,12 @@ class _Builder:
             else:
                 self.drop_pending(line, f"a {message.role} message came first")
         self.messages.append(message)
-        self.message_seqs.append(seq)
         if self.checkpoint is not None:
             self.after_checkpoint += 1
 
     def step_general(self, entry: Entry, line: int | None) -> None:
         first = self.entries == 1
+        self.run_broken = True
         if isinstance(entry, Degradation):
             self.degraded.append(entry)
             self.damaged_run += 1
@@ -258,7 +264,9 @@ class _Builder:
                 self.check_seq(seq, line)
         self.damaged_run = 0
         if isinstance(entry, MessageRecord):
-            self.on_message(entry.message, line, entry.seq)
+            self.seq_runs.append((len(self.messages), entry.seq, 1))
+            self.run_broken = False
+            self.on_message(entry.message, line)
         elif isinstance(entry, ReasoningRecord):
             self.pending_reasoning.append(entry.reasoning)
             if self.checkpoint is not None:
@@ -275,7 +283,7 @@ class _Builder:
             if self.pending_reasoning:
                 self.drop_pending(line, "a compaction came first")
             self.messages = list(entry.messages)
-            self.message_seqs = [entry.seq] * len(entry.messages)
+            self.seq_runs = [(0, entry.seq, 0)] if entry.messages else []
             self.compactions += 1
             self.compacted_line = line
             self.rewound = Rewound(base=entry.seq)
@@ -310,7 +318,7 @@ class _Builder:
                 entry.seq,
             )
             return
-        self.rewound = self.rewound.apply(entry, self.messages, self.message_seqs)
+        self.rewound = self.rewound.apply(entry, self.messages, self.seq_runs)
 
     def on_description(self, entry: Description) -> None:
         # What describes the session stays out of the conversation, and so out of the digest
