@@ -39,7 +39,6 @@ from ledger.codec import encode_line, encode_record, message_records
 from ledger.context import delegation_coordinates
 from ledger.digest import checkpoint_digest
 from ledger.history import RewindTargets
-from ledger.lineage import Locator, plan_fork
 from ledger.messages import Message
 from ledger.naming import rollout_filename
 from ledger.reader import DEFAULT_MAX_LINE_BYTES
@@ -53,7 +52,6 @@ from ledger.records import (
     ErrorDetail,
     ForkOrigin,
     MessageRecord,
-    Rewind,
     SessionMeta,
     StopKind,
     Terminal,
@@ -82,6 +80,7 @@ from ledger.writer_errors import (
     durability_arg,
 )
 from ledger.writer_files import new_rollout, read_back, session_rollout, taken_rollout
+from ledger.writer_history import HistoryForms
 
 __all__ = [
     "FILE_MODE",
@@ -109,7 +108,7 @@ def _now() -> datetime:
 _OWN_TYPES: Final = frozenset(RECORD_TYPES)
 
 
-class RolloutWriter(AsyncForms):
+class RolloutWriter(AsyncForms, HistoryForms):
     """The only writer of one rollout file. Build it with :meth:`create` or :meth:`open`."""
 
     def __init__(
@@ -293,47 +292,6 @@ class RolloutWriter(AsyncForms):
             writer._start()
         return writer
 
-    @classmethod
-    def fork(
-        cls,
-        source: str | os.PathLike[str],
-        directory: str | os.PathLike[str] | None = None,
-        *,
-        at: int | None = None,
-        copy: bool = False,
-        session_id: str | None = None,
-        agent_name: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-        durability: Durability | str = DEFAULT_DURABILITY,
-        locate: Locator | None = None,
-    ) -> Self:
-        """Start a new session that continues the conversation of the rollout ``source`` as it
-        was at record ``at`` (its last record when ``None``), in ``directory`` (the source's
-        by default). ADR 0130.
-
-        The fork's ``session_meta`` records the origin: the source session id, the record, the
-        digest and message count of the source's conversation there, and where the source was.
-        Nothing is copied: replay reads the source up to that record and checks it against the
-        digest. With ``copy=True`` the inherited conversation (the source's own sources
-        included, found by ``locate``) is written into the fork as a ``compacted`` record, so
-        that the fork never needs its source. ``agent_name`` defaults to the source's; the rest
-        is as :meth:`create`. Raises :class:`ForkError` when the source cannot be forked there.
-        """
-        plan = plan_fork(
-            Path(source), directory, at=at, copy=copy, agent_name=agent_name, locate=locate
-        )
-        writer = cls._create(
-            plan.directory,
-            session_id=session_id,
-            agent_name=plan.agent_name,
-            meta=meta,
-            durability=durability,
-            fork=plan.origin,
-        )
-        if plan.copied is not None:
-            writer.compacted(plan.copied, summary=plan.summary)
-        return writer
-
     def _discard(self) -> None:
         # A writer made for a caller who is gone: nothing of the session was recorded.
         with self._op_lock:
@@ -359,11 +317,6 @@ class RolloutWriter(AsyncForms):
     def agent_name(self) -> str | None:
         """The agent name of the session, when it has one."""
         return self._agent_name
-
-    @property
-    def fork_origin(self) -> ForkOrigin | None:
-        """Where the session was forked from, as its ``session_meta`` records (ADR 0130)."""
-        return self._origin
 
     @property
     def durability(self) -> Durability:
@@ -459,31 +412,6 @@ class RolloutWriter(AsyncForms):
             self._check_usable()
             stamped = msgspec.structs.replace(record, seq=self._q.next_seq(), ts=_now())
             self._enqueue([encode_record(stamped)])
-
-    def rewind(self, to: int, reason: str = "") -> None:
-        """Record that the conversation continues from its state at record ``to`` (ADR 0131).
-
-        The records after ``to`` stay in the file; replay leaves their messages out of the
-        conversation and the checkpoint digest, and keeps them, marked abandoned, for display.
-        ``to`` must name a record of the current conversation: from seq 1 (an empty
-        conversation) or the last compaction, up to the last record, and not one an earlier
-        rewind abandoned; otherwise ``ValueError`` says why and nothing is written. Never
-        waits for disk.
-        """
-        if type(to) is not int:
-            raise TypeError(f"rewind(to=...) takes a record's seq (an int), not {to!r}")
-        if not isinstance(reason, str):
-            raise TypeError(f"rewind(reason=...) takes a str, not {type(reason).__name__}")
-        self._guard("rewind")
-        with self._op_lock:
-            self._check_usable()
-            seq = self._q.next_seq()
-            problem = self._targets.problem(to, seq)
-            if problem is not None:
-                raise ValueError(f"{self._path}: cannot rewind to seq {to}: {problem}")
-            record = Rewind(seq=seq, ts=_now(), to=to, reason=reason)
-            self._enqueue([encode_record(record)])
-            self._targets.rewound(to, seq)  # after the put, as in compacted()
 
     def _enqueue(self, lines: list[bytes]) -> None:
         # Caller holds _op_lock, so sequence numbers and queue order agree. The put is the one
