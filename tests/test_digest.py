@@ -256,7 +256,7 @@ def test_the_function_scan_sees_a_third_use(tmp_path: Path) -> None:
 
 
 def test_file_hashes_go_through_file_sha256() -> None:
-    """The file hash is the helper's: it equals sha256 of the bytes, and the checkpoint digest of
+    """The file hash is file_sha256's: it equals sha256 of the bytes, and the checkpoint digest of
     no message list is a file hash (different inputs, different names)."""
     data = b'{"type":"session_meta"}\n' * 3
     expected = "sha256:" + hashlib.sha256(data).hexdigest()
