@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 
 import ledger
 import strategies as s
-from ledger import DegradationKind, decode_record, fold, json_schema
+from ledger import DegradationKind, decode_record, json_schema
 from ledger.codec import RecordDecodeError
 from ledger.records import RECORD_TAGS, RECORD_TYPES, Record, UnknownRecord, record_tag
+from ledger.reducer import fold
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = [t.__name__ for t in RECORD_TYPES]

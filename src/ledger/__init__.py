@@ -63,7 +63,6 @@ from ledger.records import (
     UnknownRecord,
     Usage,
 )
-from ledger.reducer import ReplayState, apply, fold
 from ledger.schema import json_schema
 from ledger.validation import MAX_RAW_DEPTH, InvalidFieldError
 from ledger.writer import (
@@ -111,7 +110,6 @@ __all__ = [
     "Record",
     "RecordDecodeError",
     "Rewind",
-    "ReplayState",
     "Role",
     "RolloutExistsError",
     "RolloutName",
@@ -130,7 +128,6 @@ __all__ = [
     "WriterClosedError",
     "WriterError",
     "WriterFailedError",
-    "apply",
     "checkpoint_digest",
     "current_delegation_id",
     "current_rollout_session_id",
@@ -139,7 +136,6 @@ __all__ = [
     "decode_record_reporting",
     "encode_line",
     "encode_record",
-    "fold",
     "is_damage",
     "join_message",
     "json_schema",

@@ -1,8 +1,11 @@
 """rollout-ledger, the read side: replay, stop facts, resume eligibility, listing, the lossy view.
 
-``replay`` imports ``ledger``; never the reverse.
+``replay`` imports ``ledger``; never the reverse. The reducer (``fold``, ``apply``,
+``ReplayState``) is public here, the read side's, though its code lives in ``ledger.reducer``
+because the writer's checkpoint folds the file through it too (SPEC rule 1).
 """
 
+from ledger.reducer import ReplayState, apply, fold
 from replay._files import NotARegularFileError
 from replay.aio import alist_sessions, aread_replay, aread_stop_facts
 from replay.eligibility import Eligibility, Tier, resume_eligibility
@@ -43,6 +46,7 @@ __all__ = [
     "MemoryView",
     "NotARegularFileError",
     "Replay",
+    "ReplayState",
     "ReplayTooLarge",
     "SessionEntry",
     "SessionFlag",
@@ -58,10 +62,12 @@ __all__ = [
     "Verdict",
     "Verification",
     "alist_sessions",
+    "apply",
     "aread_replay",
     "aread_stop_facts",
     "estimate_tokens",
     "find_session",
+    "fold",
     "handoff_report",
     "list_sessions",
     "read_memory",
