@@ -35,12 +35,12 @@ from ledger import (
     decode_record,
     encode_line,
     encode_record,
-    fold,
     raw_json,
 )
 from ledger import reducer as reducer_module
 from ledger.codec import RecordDecodeError
 from ledger.reader import iter_entries
+from replay import fold
 
 TS = datetime(2026, 12, 3, 9, 0, 0, tzinfo=UTC)
 V1_TYPES = (SessionMeta, MessageRecord, ReasoningRecord, Compacted, AgentCheckpoint, Terminal)

@@ -21,20 +21,18 @@ from ledger import (
     Reasoning,
     ReasoningRecord,
     Record,
-    ReplayState,
     Role,
     SessionMeta,
     Terminal,
     UnknownRecord,
-    apply,
     decode_record,
     encode_line,
-    fold,
     join_message,
     message_records,
     split_message,
 )
 from ledger.reducer import Entry, fold_batches, fold_lines
+from replay import ReplayState, apply, fold
 
 TS = datetime(2026, 12, 2, 16, 22, 5, tzinfo=UTC)
 

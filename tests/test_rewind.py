@@ -22,11 +22,10 @@ from ledger import (
     checkpoint_digest,
     decode_record,
     encode_line,
-    fold,
 )
 from ledger.history import RewindTargets, rewind_problem
 from ledger.reader import rebuild
-from replay import read_replay, transcript
+from replay import fold, read_replay, transcript
 from rollout_files import RolloutBuilder
 
 TS = datetime(2026, 12, 3, 9, 0, 0, tzinfo=UTC)
