@@ -316,7 +316,8 @@ def write_rollout(
                     buf += encode_line(rec)
                     seq = rec.seq
             rebuilt = window + tuple(tail)
-            digest, count = checkpoint_digest(rebuilt), len(rebuilt)
+            digest = checkpoint_digest(tail, compacted=window)
+            count = len(rebuilt)
         else:
             counter = _Counting(messages())
             digest = checkpoint_digest(counter)

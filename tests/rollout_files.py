@@ -42,6 +42,7 @@ class RolloutBuilder:
         parent_session_id: str | None = None,
         delegation_id: str | None = None,
         meta: bool = True,
+        format_version: int = FORMAT_VERSION,
     ) -> None:
         self.directory = directory
         self.session_id = session_id
@@ -49,6 +50,10 @@ class RolloutBuilder:
         self.started_at = started_at
         self.lines: list[bytes] = []
         self.model: list[Message] = []
+        self.format_version = format_version
+        # What the version-2 digest sees: the last compaction's messages, then those appended.
+        self.compaction: tuple[Message, ...] | None = None
+        self.appended: list[Message] = []
         self.seq = 1
         if meta:
             self.lines.append(
@@ -56,7 +61,7 @@ class RolloutBuilder:
                     SessionMeta(
                         seq=self._next(),
                         ts=started_at,
-                        format_version=FORMAT_VERSION,
+                        format_version=format_version,
                         session_id=session_id,
                         started_at=started_at,
                         agent_name=agent_name,
@@ -85,6 +90,7 @@ class RolloutBuilder:
                 self.lines.append(encode_line(rec))
                 self.seq = rec.seq + 1
             self.model.append(m)
+            self.appended.append(m)
         return self
 
     def extend(self, messages: Iterable[Message]) -> RolloutBuilder:
@@ -95,6 +101,7 @@ class RolloutBuilder:
         rec = Compacted(seq=self._next(), ts=self._ts(), messages=ms, summary=summary)
         self.lines.append(encode_line(rec))
         self.model = list(ms)
+        self.compaction, self.appended = ms, []
         return self
 
     def checkpoint(self, digest: str | None = None, count: int | None = None) -> RolloutBuilder:
@@ -102,11 +109,17 @@ class RolloutBuilder:
         rec = AgentCheckpoint(
             seq=self._next(),
             ts=self._ts(),
-            digest=checkpoint_digest(self.model) if digest is None else digest,
+            digest=self.digest() if digest is None else digest,
             message_count=len(self.model) if count is None else count,
         )
         self.lines.append(encode_line(rec))
         return self
+
+    def digest(self) -> str:
+        """The digest a writer would checkpoint for the conversation built so far."""
+        return checkpoint_digest(
+            self.appended, compacted=self.compaction, format_version=self.format_version
+        )
 
     def terminal(
         self,

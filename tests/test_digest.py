@@ -51,19 +51,42 @@ def test_digest_format() -> None:
     assert hexpart == hexpart.lower()
 
 
-def test_canonical_encoding_is_the_deterministic_json_array() -> None:
-    """The digest is sha256 over the deterministic JSON array of the messages (ADR 0007)."""
+def _v2(messages: list[Message]) -> str:
+    """The version-2 rule written out from ADR 0063: a group per message (its reasoning blocks'
+    members, then its own member without them), sha256 of each, sha256 of their concatenation."""
     enc = msgspec.json.Encoder(order="deterministic")
-    assert checkpoint_digest(BASE) == DIGEST_PREFIX + hashlib.sha256(enc.encode(BASE)).hexdigest()
-    assert checkpoint_digest([]) == DIGEST_PREFIX + hashlib.sha256(b"[]").hexdigest()
+    groups = b""
+    for m in messages:
+        bare = msgspec.structs.replace(m, is_anchored=False, truncation_marker=None, reasoning=())
+        items = [b'"reasoning":' + enc.encode(r) for r in m.reasoning]
+        items.append(b'"message":' + enc.encode(bare))
+        groups += hashlib.sha256(b"".join(items)).digest()
+    return DIGEST_PREFIX + hashlib.sha256(groups).hexdigest()
 
 
-def test_long_sequences_hash_as_one_array() -> None:
-    """A sequence longer than the internal batch hashes the same as one array of all messages."""
+def test_digest_is_the_hash_of_the_groups_of_members() -> None:
+    """The version-2 digest is sha256 over the sha256 of each message's group of members, as
+    the writer writes them (ADR 0063)."""
+    assert checkpoint_digest(BASE) == _v2(BASE)
+    assert checkpoint_digest([]) == DIGEST_PREFIX + hashlib.sha256(b"").hexdigest()
     ms = [Message(role=Role.USER, content=str(i)) for i in range(2500)]
+    assert checkpoint_digest(iter(ms)) == checkpoint_digest(ms) == _v2(ms)
+
+
+def test_version_1_digest_is_the_deterministic_json_array() -> None:
+    """Files of format version 1 keep their rule: sha256 over the deterministic JSON array of
+    the messages (ADR 0007), also past the internal batch size."""
     enc = msgspec.json.Encoder(order="deterministic")
-    assert checkpoint_digest(ms) == DIGEST_PREFIX + hashlib.sha256(enc.encode(ms)).hexdigest()
-    assert checkpoint_digest(iter(ms)) == checkpoint_digest(ms)
+    v1 = checkpoint_digest(BASE, format_version=1)
+    assert v1 == DIGEST_PREFIX + hashlib.sha256(enc.encode(BASE)).hexdigest()
+    assert checkpoint_digest([], format_version=1) == (
+        DIGEST_PREFIX + hashlib.sha256(b"[]").hexdigest()
+    )
+    ms = [Message(role=Role.USER, content=str(i)) for i in range(2500)]
+    assert checkpoint_digest(ms, format_version=1) == (
+        DIGEST_PREFIX + hashlib.sha256(enc.encode(ms)).hexdigest()
+    )
+    assert v1 != checkpoint_digest(BASE)
 
 
 @pytest.mark.parametrize(
@@ -216,7 +239,7 @@ def test_digest_has_one_implementation() -> None:
 
 # The one other use of sha256 the project allows (ADR 0134): the hash of a file's bytes for the
 # retention audit log, a named function beside the checkpoint digest.
-SHA256_FUNCTIONS = {"checkpoint_digest", "file_sha256"}
+SHA256_FUNCTIONS = {"group_hash", "digest_of_groups", "_digest_v1", "file_sha256"}
 
 
 def _sha256_functions(module: Path) -> set[str]:
@@ -234,11 +257,13 @@ def _sha256_functions(module: Path) -> set[str]:
     return found
 
 
-def test_digest_module_uses_sha256_in_two_named_functions_only() -> None:
-    """Inside ledger/digest.py, sha256 is computed by checkpoint_digest and file_sha256 and
-    nowhere else: a third use, or a second conversation digest, is caught."""
+def test_digest_module_uses_sha256_in_named_functions_only() -> None:
+    """Inside ledger/digest.py, sha256 is computed by the conversation digest's functions (a
+    group's hash, the hash of the groups, the version-1 rule) and file_sha256, nowhere else: a
+    further use, or a second conversation digest, is caught."""
     assert _sha256_functions(SRC / "ledger" / "digest.py") == SHA256_FUNCTIONS, (
-        "ledger/digest.py: sha256 is for checkpoint_digest and file_sha256 only (ADR 0134)"
+        "ledger/digest.py: sha256 is for the conversation digest and file_sha256 only "
+        "(ADRs 0063, 0134)"
     )
 
 

@@ -256,7 +256,9 @@ def _model(data: bytes, max_line_bytes: int) -> list[tuple[int, object]]:
 def _read(data: bytes, max_line_bytes: int, chunk_bytes: int) -> list[tuple[int, object]]:
     out: list[tuple[int, object]] = []
     f = io.BytesIO(data)
-    for first, entries in iter_batches(f, max_line_bytes=max_line_bytes, chunk_bytes=chunk_bytes):
+    for first, entries, _ in iter_batches(
+        f, max_line_bytes=max_line_bytes, chunk_bytes=chunk_bytes
+    ):
         for k, e in enumerate(entries):
             out.append((first + k, e.kind if isinstance(e, Degradation) else e))
     return out

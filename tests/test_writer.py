@@ -130,7 +130,8 @@ def test_checkpoint_after_compaction_verifies_against_the_file(
         state = rebuild(w.path)
         assert state.messages == tuple(kept + after)
         assert state.checkpoint is not None
-        assert state.checkpoint.digest == checkpoint_digest(kept + after)
+        assert state.checkpoint.digest == checkpoint_digest(after, compacted=kept)
+        assert state.checkpoint.digest == state.at_checkpoint_digest
 
 
 # --- create -------------------------------------------------------------------------------------

@@ -25,7 +25,6 @@ import attrs
 import msgspec
 
 from ledger.damage import Degradation, DegradationKind
-from ledger.digest import checkpoint_digest
 from ledger.messages import Message
 from ledger.naming import RolloutNameError, parse_rollout_filename, session_token
 from ledger.reader import Batch, iter_batches
@@ -121,19 +120,20 @@ def open_source(path: str | os.PathLike[str]) -> BinaryIO:
 
 def _until(batches: Iterator[Batch], at: int) -> Iterator[Batch]:
     # Records come in seq order: a batch whose last record is at or before ``at`` is whole.
-    for first_line, entries in batches:
+    for first_line, entries, items in batches:
         if not entries:
             continue
         last = getattr(entries[-1], "seq", None)
         if last is not None and last < at:
-            yield first_line, entries
+            yield first_line, entries, items
             continue
         for i, entry in enumerate(entries):
             seq = getattr(entry, "seq", None)
             if seq is not None and seq >= at:
-                yield first_line, entries[: i + 1] if seq == at else entries[:i]
+                end = i + 1 if seq == at else i
+                yield first_line, entries[:end], None if items is None else items[:end]
                 return
-        yield first_line, entries
+        yield first_line, entries, items
 
 
 def state_at(f: BinaryIO, at: int | None = None) -> ReplayState:
@@ -178,7 +178,7 @@ def fork_origin(
     origin = ForkOrigin(
         session_id=state.meta.session_id,
         seq=last,
-        digest=checkpoint_digest(state.messages),
+        digest=state.digest(),
         message_count=len(state.messages),
         path=Path(os.path.relpath(source.absolute(), fork_directory.absolute())).as_posix(),
     )
@@ -362,6 +362,6 @@ def _read_source(path: Path, origin: ForkOrigin) -> tuple[ReplayState | None, st
             f"rebuilds {len(state.messages)} message(s) at the fork point where the fork "
             f"recorded {origin.message_count}"
         )
-    if checkpoint_digest(state.messages) != origin.digest:
+    if state.digest() != origin.digest:
         return state, "no longer matches the digest the fork recorded at the fork point"
     return state, None

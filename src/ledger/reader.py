@@ -20,6 +20,7 @@ import msgspec
 
 from ledger.codec import RecordDecodeError, decode_record_reporting
 from ledger.damage import Degradation, DegradationKind
+from ledger.digest import Item, block_items, record_item
 from ledger.records import Record
 from ledger.reducer import Entry, ReplayState, fold_batches
 
@@ -44,8 +45,10 @@ _BLANK_START: Final = (b" ", b"\t", b"\r", b"\n")
 _BLANKISH: Final = re.compile(rb"\n[ \t\r\n]")
 _batch_decoder: msgspec.json.Decoder[Record] = msgspec.json.Decoder(Record)
 
-Batch = tuple[int, Sequence[Entry]]
-"""Entries of consecutive lines, with the number of the first line."""
+Batch = tuple[int, Sequence[Entry], Sequence[Item | None] | None]
+"""Entries of consecutive lines, with the number of the first line and the digest item of each
+entry as cut from its line (``None`` for an entry without one; the whole sequence ``None`` when
+no entry has one)."""
 
 
 def iter_batches(
@@ -100,7 +103,7 @@ def iter_batches(
             # The over-long line ends in this chunk: report it and go on after it.
             end = data.find(b"\n") + 1
             lineno += 1
-            yield lineno, (_too_long(lineno, skipped + end, max_line_bytes),)
+            yield lineno, (_too_long(lineno, skipped + end, max_line_bytes),), None
             skipping, skipped = False, 0
             data = data[end:]
             cut = data.rfind(b"\n")
@@ -120,13 +123,13 @@ def iter_batches(
         lineno += lines
     if skipping:
         lineno += 1
-        yield lineno, (_too_long(lineno, skipped, max_line_bytes),)
+        yield lineno, (_too_long(lineno, skipped, max_line_bytes),), None
     elif held:
         tail = b"".join(held)
         lineno += 1
-        entries = _decode_line(tail, lineno, max_line_bytes)
+        entries, items = _decode_line(tail, lineno, max_line_bytes)
         if entries:
-            yield lineno, entries
+            yield lineno, entries, items
 
 
 def _decode_block(block: bytes, lines: int, lineno: int, max_line_bytes: int) -> Iterator[Batch]:
@@ -145,28 +148,33 @@ def _decode_block(block: bytes, lines: int, lineno: int, max_line_bytes: int) ->
                 and block[:1] not in _BLANK_START
                 and not _BLANKISH.search(block)
             ):
-                yield lineno + 1, records
-                return
+                cut = block_items(block, records)
+                if cut is not None:
+                    yield lineno + 1, records, cut
+                    return
     for raw in block.split(b"\n")[:-1]:
         lineno += 1
-        entries = _decode_line(raw + b"\n", lineno, max_line_bytes)
+        entries, items = _decode_line(raw + b"\n", lineno, max_line_bytes)
         if entries:
-            yield lineno, entries
+            yield lineno, entries, items
 
 
-def _decode_line(raw: bytes, lineno: int, max_line_bytes: int) -> tuple[Entry, ...]:
+def _decode_line(
+    raw: bytes, lineno: int, max_line_bytes: int
+) -> tuple[tuple[Entry, ...], tuple[Item | None, ...] | None]:
     """The entries of one line: its record (after what it did not know, when it had such
-    fields), its damage, or nothing for a blank line."""
+    fields), its damage, or nothing for a blank line; and their digest items."""
     if _content_length(raw) > max_line_bytes:
-        return (_too_long(lineno, len(raw), max_line_bytes),)
+        return (_too_long(lineno, len(raw), max_line_bytes),), None
     try:
         record, unknown = decode_record_reporting(raw)
     except RecordDecodeError as exc:
         if not raw.strip():
-            return ()
-        return (_damage(raw, lineno, str(exc)),)
+            return (), None
+        return (_damage(raw, lineno, str(exc)),), None
+    item = record_item(record, raw)
     if unknown is None:
-        return (record,)
+        return (record,), (item,)
     # Reported first, with the line's own number, so that the record after it keeps its line.
     note = Degradation(
         kind=DegradationKind.UNKNOWN_FIELD,
@@ -174,7 +182,7 @@ def _decode_line(raw: bytes, lineno: int, max_line_bytes: int) -> tuple[Entry, .
         line=lineno,
         seq=getattr(record, "seq", None),
     )
-    return (note, record)
+    return (note, record), (None, item)
 
 
 def _content_length(raw: bytes) -> int:
@@ -225,7 +233,7 @@ def iter_entries(
     f: BinaryIO, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 ) -> Iterator[tuple[int, Entry]]:
     """Yield ``(line_number, entry)`` for every non-blank line read from the binary stream ``f``."""
-    for first_line, entries in iter_batches(f, max_line_bytes=max_line_bytes):
+    for first_line, entries, _ in iter_batches(f, max_line_bytes=max_line_bytes):
         for offset, entry in enumerate(entries):
             yield first_line + offset, entry
 

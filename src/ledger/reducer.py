@@ -15,6 +15,7 @@ import attrs
 
 from ledger.codec import join_message
 from ledger.damage import Degradation, DegradationKind
+from ledger.digest import Item, checkpoint_digest, digest_of_groups, group_hash, record_item
 from ledger.history import Rewound, SeqRun
 from ledger.messages import Message, Reasoning, Role
 from ledger.records import (
@@ -35,7 +36,16 @@ from ledger.records import (
     Usage,
 )
 
-__all__ = ["Entry", "ReplayState", "UsageTotals", "apply", "fold", "fold_batches", "fold_lines"]
+__all__ = [
+    "Batch",
+    "Entry",
+    "ReplayState",
+    "UsageTotals",
+    "apply",
+    "fold",
+    "fold_batches",
+    "fold_lines",
+]
 
 Entry = Record | UnknownRecord | Degradation
 """What the reducer consumes: a record, a line of unknown type, or damage the reader found."""
@@ -116,6 +126,20 @@ class ReplayState:
     seq_runs: tuple[SeqRun, ...] = ()
     run_broken: bool = True
     rewound: Rewound = attrs.field(factory=Rewound)
+    digest_rule: int = FORMAT_VERSION
+    digest_compaction: bytes | None = None
+    digest_base: int = 0
+    digest_groups: tuple[bytes, ...] = ()
+    pending_items: tuple[bytes, ...] = ()
+    at_checkpoint_digest: str | None = None
+
+    def digest(self) -> str:
+        """The checkpoint digest of the conversation rebuilt so far, by the rule of the file's
+        format version (ADR 0063): what a checkpoint written now would hold."""
+        if self.digest_rule < 2:
+            return checkpoint_digest(self.messages, format_version=self.digest_rule)
+        head = () if self.digest_compaction is None else (self.digest_compaction,)
+        return digest_of_groups((*head, *self.digest_groups))
 
 
 class _Builder:
@@ -151,6 +175,12 @@ class _Builder:
         self.seq_runs = list(s.seq_runs)
         self.run_broken = s.run_broken
         self.rewound = s.rewound
+        self.digest_rule = s.digest_rule
+        self.digest_compaction = s.digest_compaction
+        self.digest_base = s.digest_base
+        self.digest_groups = list(s.digest_groups)
+        self.pending_items = list(s.pending_items)
+        self.at_checkpoint_digest = s.at_checkpoint_digest
 
     def freeze(self) -> ReplayState:
         return ReplayState(
@@ -181,6 +211,12 @@ class _Builder:
             seq_runs=tuple(self.seq_runs),
             run_broken=self.run_broken,
             rewound=self.rewound,
+            digest_rule=self.digest_rule,
+            digest_compaction=self.digest_compaction,
+            digest_base=self.digest_base,
+            digest_groups=tuple(self.digest_groups),
+            pending_items=tuple(self.pending_items),
+            at_checkpoint_digest=self.at_checkpoint_digest,
         )
 
     def degrade(
@@ -220,8 +256,11 @@ class _Builder:
             line,
         )
         self.pending_reasoning.clear()
+        self.pending_items.clear()
 
-    def step(self, entry: Entry, line: int | None) -> None:
+    def step(self, entry: Entry, line: int | None, item: Item | None = None) -> None:
+        """One entry; ``item`` is its digest item as read (cut from its line), or ``None`` to
+        take the canonical one."""
         # The hot path of every replay: a message record in sequence is handled first and
         # inline; everything else goes the general way.
         self.entries += 1
@@ -233,22 +272,33 @@ class _Builder:
                 if self.run_broken:  # the record before was not a message: a new run
                     self.seq_runs.append((len(self.messages), seq, 1))
                     self.run_broken = False
-                self.on_message(entry.message, line)
+                self.on_message(entry, line, item)
                 return
-        self.step_general(entry, line)
+        self.step_general(entry, line, item)
 
-    def on_message(self, message: Message, line: int | None) -> None:
+    def on_message(self, record: MessageRecord, line: int | None, item: Item | None) -> None:
+        message = record.message
+        hashing = self.digest_rule >= 2
+        if hashing and item is None:
+            item = record_item(record)
         if self.pending_reasoning:
             if message.role == Role.ASSISTANT:
                 message = join_message(tuple(self.pending_reasoning), message)
                 self.pending_reasoning.clear()
+                if hashing:
+                    self.pending_items.append(item)  # type: ignore[arg-type]
+                    self.digest_groups.append(group_hash(self.pending_items))
+                    hashing = False
+                self.pending_items.clear()
             else:
                 self.drop_pending(line, f"a {message.role} message came first")
+        if hashing:
+            self.digest_groups.append(group_hash((item,)))  # type: ignore[arg-type]
         self.messages.append(message)
         if self.checkpoint is not None:
             self.after_checkpoint += 1
 
-    def step_general(self, entry: Entry, line: int | None) -> None:
+    def step_general(self, entry: Entry, line: int | None, item: Item | None = None) -> None:
         first = self.entries == 1
         self.run_broken = True
         if isinstance(entry, Degradation):
@@ -266,15 +316,27 @@ class _Builder:
         if isinstance(entry, MessageRecord):
             self.seq_runs.append((len(self.messages), entry.seq, 1))
             self.run_broken = False
-            self.on_message(entry.message, line)
+            self.on_message(entry, line, item)
         elif isinstance(entry, ReasoningRecord):
             self.pending_reasoning.append(entry.reasoning)
+            if self.digest_rule >= 2:
+                # Kept as bytes: the line's block is not held for a message still to come.
+                self.pending_items.append(bytes(item or record_item(entry) or b""))
             if self.checkpoint is not None:
                 self.after_checkpoint += 1
         elif isinstance(entry, AgentCheckpoint):
             self.checkpoint = entry
             self.checkpoint_line = line
             self.at_checkpoint = tuple(self.messages)
+            self.at_checkpoint_digest = (
+                digest_of_groups(
+                    (self.digest_compaction, *self.digest_groups)
+                    if self.digest_compaction is not None
+                    else self.digest_groups
+                )
+                if self.digest_rule >= 2
+                else None
+            )
             self.after_checkpoint = 0
         elif isinstance(entry, Terminal):
             self.terminal = entry
@@ -284,6 +346,10 @@ class _Builder:
                 self.drop_pending(line, "a compaction came first")
             self.messages = list(entry.messages)
             self.seq_runs = [(0, entry.seq, 0)] if entry.messages else []
+            if self.digest_rule >= 2:
+                self.digest_compaction = group_hash((item or record_item(entry) or b"",))
+                self.digest_base = len(entry.messages)
+                self.digest_groups.clear()
             self.compactions += 1
             self.compacted_line = line
             self.rewound = Rewound(base=entry.seq)
@@ -319,6 +385,9 @@ class _Builder:
             )
             return
         self.rewound = self.rewound.apply(entry, self.messages, self.seq_runs)
+        if self.digest_rule >= 2:
+            # A rewind never cuts into a compaction's messages (they are pinned, ADR 0131).
+            del self.digest_groups[max(0, len(self.messages) - self.digest_base) :]
 
     def on_description(self, entry: Description) -> None:
         # What describes the session stays out of the conversation, and so out of the digest
@@ -369,6 +438,8 @@ class _Builder:
                 meta.seq,
             )
         self.meta = meta
+        if meta.format_version < 2:
+            self.digest_rule = meta.format_version  # digested from its messages (ADR 0007)
 
 
 def apply(state: ReplayState, entry: Entry, *, line: int | None = None) -> ReplayState:
@@ -398,18 +469,28 @@ def fold_lines(
     return b.freeze()
 
 
-def fold_batches(
-    batches: Iterable[tuple[int, Sequence[Entry]]], initial: ReplayState | None = None
-) -> ReplayState:
-    """Fold batches of entries read from consecutive lines, each given with its first line.
+Batch = tuple[int, Sequence[Entry]] | tuple[int, Sequence[Entry], Sequence[Item | None] | None]
+"""Entries of consecutive lines with the number of the first line, and, as the reader gives
+them, each entry's digest item cut from its line (``None`` where it has none)."""
+
+
+def fold_batches(batches: Iterable[Batch], initial: ReplayState | None = None) -> ReplayState:
+    """Fold batches of entries read from consecutive lines, each given with its first line
+    (and the items the reader cut; without them, the canonical items are taken).
 
     The reader's fast path: one call per batch of lines instead of one per line.
     """
     b = _Builder(initial or ReplayState())
     step = b.step
-    for first_line, entries in batches:
-        line = first_line
-        for entry in entries:
-            step(entry, line)
-            line += 1
+    for batch in batches:
+        line = batch[0]
+        items = batch[2] if len(batch) > 2 else None
+        if items is None:
+            for entry in batch[1]:
+                step(entry, line)
+                line += 1
+        else:
+            for entry, item in zip(batch[1], items, strict=True):
+                step(entry, line, item)
+                line += 1
     return b.freeze()

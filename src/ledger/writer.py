@@ -5,7 +5,7 @@ batches (ADR 0021, :mod:`ledger.batching`). ``drain`` returns once everything en
 is in the file at the chosen :class:`Durability` (ADR 0020). ``stop`` is the only place that
 writes a checkpoint: it drains, rebuilds the conversation from the whole file, read back
 through the descriptor the writer holds, with the reader and reducer replay uses, digests it
-with :func:`~ledger.digest.checkpoint_digest`, and appends the checkpoint and the terminal record
+by the rule of :mod:`ledger.digest` (ADR 0063), and appends the checkpoint and the terminal record
 (SPEC rules 1, 2 and 9; ADRs 0025 and 0027). The read-back is also the writer's check of its own
 work: a checkpoint is never written over damage or over a record that did not come back as it
 was written (ADR 0052).
@@ -37,7 +37,6 @@ from ledger import locking
 from ledger.batching import MAX_BATCH_DELAY, MAX_BATCH_RECORDS, BatchQueue
 from ledger.codec import encode_line, encode_record, message_records
 from ledger.context import delegation_coordinates
-from ledger.digest import checkpoint_digest
 from ledger.history import RewindTargets
 from ledger.messages import Message
 from ledger.naming import rollout_filename
@@ -505,7 +504,7 @@ class RolloutWriter(AsyncForms, HistoryForms):
                 checkpoint = AgentCheckpoint(
                     seq=seq,
                     ts=ts,
-                    digest=checkpoint_digest(state.messages),
+                    digest=state.digest(),
                     message_count=len(state.messages),
                 )
                 lines = [encode_record(checkpoint), encode_record(terminal)]

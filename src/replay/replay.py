@@ -334,7 +334,11 @@ def _verify(state: ReplayState, degraded: list[Degradation]) -> bool:
             )
         )
         ok = False
-    actual = checkpoint_digest(covered)
+    actual = (
+        state.at_checkpoint_digest
+        if state.at_checkpoint_digest is not None
+        else checkpoint_digest(covered, format_version=1)
+    )
     if actual != checkpoint.digest:
         degraded.append(
             Degradation(
