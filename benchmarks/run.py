@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks import gen, importing, peers
+from benchmarks import gen, guard, importing, peers
 from ledger import Message, StopKind, message_records
 from ledger.records import Record
 
@@ -1137,6 +1137,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--no-profile", action="store_true", help="skip profiling missed goals")
     ap.add_argument("--out", type=Path, default=RESULTS / "latest.json")
+    ap.add_argument(
+        "--save-baseline",
+        action="store_true",
+        help="replace this mode's committed baseline (benchmarks/results/baseline.json)",
+    )
     ap.add_argument("--child-memory", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child_memory:
@@ -1200,7 +1205,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     args.out.write_text(json.dumps(doc, indent=2, default=str) + "\n")
     print(f"wrote {args.out}")
+    _guard(rep, env, save=args.save_baseline, partial=set(only) != set(SECTIONS))
     return 0
+
+
+def _guard(rep: Report, env: dict[str, Any], *, save: bool, partial: bool) -> None:
+    """Print which goals moved since the committed baseline of this mode (ADR 0066)."""
+    path = RESULTS / "baseline.json"
+    mode = env["mode"]
+    goals = guard.goals_of(rep.rows)
+    baseline = guard.load_baseline(path, mode)
+    if save:
+        guard.save_baseline(path, mode, goals, env)
+        print(f"saved the {mode} baseline in {path.name} ({len(goals)} goals)")
+    if baseline is None:
+        print(f"\nno {mode} baseline in {path.name}: nothing to compare with")
+        return
+    moved = guard.compare(goals, baseline)
+    if partial:  # sections not run are not regressions
+        moved = [m for m in moved if m.what != "not measured in this run"]
+    when = baseline.get("environment", {}).get("commit") or "?"
+    if not moved:
+        print(f"\nno goal moved since the {mode} baseline (commit {when})")
+        return
+    print(f"\ngoals moved since the {mode} baseline (commit {when}):")
+    for m in moved:
+        print(m)
 
 
 if __name__ == "__main__":
