@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from datetime import UTC, datetime
 
 import attrs
@@ -31,6 +32,7 @@ from ledger import (
     message_records,
     split_message,
 )
+from ledger.reader import iter_batches
 from ledger.reducer import Entry, fold_batches, fold_lines
 from replay import ReplayState, apply, fold
 
@@ -340,3 +342,13 @@ def test_state_is_frozen() -> None:
     state = fold([meta()])
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         state.messages = ()  # type: ignore[misc]
+
+
+@given(entries=s.entry_lists())
+def test_the_readers_batches_fold_as_the_steps_do(entries: list[Entry]) -> None:
+    """Records written as lines and folded through the reader's batches (the inline path, with
+    the items cut from the lines) give the state of folding the records one step at a time."""
+    records = [e for e in entries if not isinstance(e, Degradation | UnknownRecord)]
+    data = b"".join(encode_line(r) for r in records)  # type: ignore[arg-type]
+    via_reader = fold_batches(iter_batches(io.BytesIO(data)))
+    assert via_reader == fold_lines(enumerate(records, start=1))

@@ -47,6 +47,8 @@ __all__ = [
     "fold_lines",
 ]
 
+_ASSISTANT = Role.ASSISTANT
+
 Entry = Record | UnknownRecord | Degradation
 """What the reducer consumes: a record, a line of unknown type, or damage the reader found."""
 
@@ -276,6 +278,64 @@ class _Builder:
                 return
         self.step_general(entry, line, item)
 
+    def run(self, entries: Sequence[Entry], items: Sequence[Item | None], line: int) -> None:
+        """A batch as the reader gives it: what :meth:`step` does for each entry, with the
+        message and reasoning records that follow the previous record in sequence (no damage
+        before them) handled inline, the common case of every replay."""
+        messages = self.messages
+        groups = self.digest_groups
+        pending = self.pending_reasoning
+        pending_items = self.pending_items
+        hashing = self.digest_rule >= 2
+        for entry, item in zip(entries, items, strict=True):
+            kind = type(entry)
+            if kind is MessageRecord or kind is ReasoningRecord:
+                seq = entry.seq
+                last = self.last_seq
+                if last is not None and seq == last + 1 and not self.damaged_run:
+                    if kind is ReasoningRecord:
+                        self.entries += 1
+                        self.last_seq = seq
+                        self.run_broken = True
+                        pending.append(entry.reasoning)  # type: ignore[union-attr]
+                        if hashing:
+                            pending_items.append(bytes(item or record_item(entry) or b""))
+                        if self.checkpoint is not None:
+                            self.after_checkpoint += 1
+                        line += 1
+                        continue
+                    message = entry.message  # type: ignore[union-attr]
+                    if not pending or message.role is _ASSISTANT:
+                        self.entries += 1
+                        self.last_seq = seq
+                        if self.run_broken:
+                            self.seq_runs.append((len(messages), seq, 1))
+                            self.run_broken = False
+                        if item is None and hashing:
+                            item = record_item(entry)
+                        if pending:
+                            message = join_message(tuple(pending), message)
+                            pending.clear()
+                            if hashing:
+                                pending_items.append(item)  # type: ignore[arg-type]
+                                groups.append(group_hash(pending_items))
+                            pending_items.clear()
+                        elif hashing:
+                            groups.append(group_hash((item,)))  # type: ignore[arg-type]
+                        messages.append(message)
+                        if self.checkpoint is not None:
+                            self.after_checkpoint += 1
+                        line += 1
+                        continue
+            self.step(entry, line, item)
+            # A compaction or a rewind may have replaced the lists; a session_meta the rule.
+            messages = self.messages
+            groups = self.digest_groups
+            pending = self.pending_reasoning
+            pending_items = self.pending_items
+            hashing = self.digest_rule >= 2
+            line += 1
+
     def on_message(self, record: MessageRecord, line: int | None, item: Item | None) -> None:
         message = record.message
         hashing = self.digest_rule >= 2
@@ -490,7 +550,5 @@ def fold_batches(batches: Iterable[Batch], initial: ReplayState | None = None) -
                 step(entry, line)
                 line += 1
         else:
-            for entry, item in zip(batch[1], items, strict=True):
-                step(entry, line, item)
-                line += 1
+            b.run(batch[1], items, line)
     return b.freeze()
