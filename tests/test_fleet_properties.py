@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -133,3 +134,11 @@ def test_the_records_view_reads_every_record_as_written(
         for r in records
     ]
     assert [(t, s, ts.astimezone(UTC), role, k) for t, s, ts, role, k in rows] == expected
+
+
+@pytest.mark.parametrize("text", ["Infinity", "-Infinity", "NaN"])
+def test_a_storage_option_that_python_reads_as_a_float_but_json_does_not_is_text(
+    text: str,
+) -> None:
+    """`NaN` and `Infinity` are not JSON: the value is the text typed, not a float."""
+    assert parse_storage_option(f"region={text}") == ("region", text)

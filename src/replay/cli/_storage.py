@@ -24,7 +24,12 @@ def parse_storage_option(text: str) -> tuple[str, Any]:
             param_hint="--storage-option",
         )
     try:
-        value: Any = json.loads(raw)
+        value: Any = json.loads(raw, parse_constant=_not_json)
     except ValueError:
         value = raw
     return key, value
+
+
+def _not_json(name: str) -> Any:
+    # Python's json reads NaN and Infinity, which JSON does not have: such a value is the text.
+    raise ValueError(f"{name} is not JSON")
