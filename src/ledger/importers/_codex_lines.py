@@ -86,10 +86,13 @@ class _Run:
         for n, o in enumerate(self.values, 1):
             if o is None or not isinstance(o, dict):
                 continue
-            if "payload" in o and "type" in o:
-                self.line(n, o.get("type"), o.get("payload"), o)
-            else:
-                self.legacy(n, o)
+            try:
+                if "payload" in o and "type" in o:
+                    self.line(n, o.get("type"), o.get("payload"), o)
+                else:
+                    self.legacy(n, o)
+            except Exception as exc:  # one line that cannot be converted never costs the others
+                self.tally.mark(n, D.DAMAGED, f"could not be converted ({exc!r})")
         self.flush()
         self.fill_turn(None)
         return [op for op in self.ops if op is not None]
@@ -145,8 +148,9 @@ class _Run:
         s.provider = _str(p.get("model_provider"))
         s.cwd = _str(p.get("cwd"))
         source = p.get("source")
-        if isinstance(source, dict):
-            spawn = (source.get("subagent") or {}).get("thread_spawn") or {}
+        sub = source.get("subagent") if isinstance(source, dict) else None
+        spawn = sub.get("thread_spawn") if isinstance(sub, dict) else None  # or "review"...
+        if isinstance(spawn, dict):
             s.parent = _str(spawn.get("parent_thread_id"))
         s.meta = {k: v for k, v in p.items() if k not in ("instructions", "base_instructions")}
         text = p.get("base_instructions") or p.get("instructions")
@@ -324,7 +328,7 @@ class _Run:
         made: list[Message] | tuple[Message, ...]
         try:
             made = self.convert([p for _, p in batch])
-        except ProviderError:
+        except Exception:  # each item alone, so that only the bad ones are left out
             made = self.one_by_one(batch)
         else:
             for n, p in batch:
@@ -352,6 +356,10 @@ class _Run:
                 out.extend(self.convert([p]))
             except ProviderError as exc:
                 self.tally.mark(n, D.DAMAGED, f"a response item the Responses shape refuses: {exc}")
+            except Exception as exc:  # never one item's fault for the whole file
+                self.tally.mark(
+                    n, D.DAMAGED, f"a response item that could not be converted ({exc!r})"
+                )
             else:
                 self.tally.mark(
                     n, D.IMPORTED, "reasoning" if p.get("type") == "reasoning" else "message"

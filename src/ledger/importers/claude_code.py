@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from ledger.importers._claude_lines import ClaudeSession, convert_lines
+from ledger.importers._claude_path import link_fault
 from ledger.importers._plan import Plan, RootIndex
 from ledger.importers._report import Disposition, FileReport, ImportReport, Tally
 from ledger.importers._run import (
@@ -27,6 +28,7 @@ from ledger.importers._run import (
     mark_unreadable,
     provenance,
     report,
+    usable_id,
     write_all,
 )
 from ledger.importers._source import Source
@@ -94,14 +96,15 @@ def _convert(
     side: dict[str, list[int]] = {}
     for n in mark_unreadable(src, tally):
         o = src.values[n - 1]
-        if o.get("isSidechain") and not sub:
+        if fault := link_fault(o):
+            tally.mark(n, Disposition.DAMAGED, f"a line that cannot be placed ({fault})")
+        elif o.get("isSidechain") and not sub:
             side.setdefault(_sidechain_key(o, src.values), []).append(n)
         else:
             main.append(n)
     session = ClaudeSession()
     ops = convert_lines(src.values, main, tally, session)
-    if session.session_id is None:
-        session.session_id = src.path.stem
+    session.session_id = usable_id(session.session_id) or src.path.stem
     plans: list[Plan] = []
     parent: str | None = None
     delegation: str | None = None
