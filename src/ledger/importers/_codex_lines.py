@@ -31,6 +31,15 @@ __all__ = ["CodexSession", "convert_codex"]
 
 D = Disposition
 KEY = "codex"
+_ENVELOPES = (
+    "session_meta",
+    "response_item",
+    "event_msg",
+    "turn_context",
+    "compacted",
+    "token_usage_record",
+    "world_state",
+)
 
 
 class CodexSession:
@@ -62,6 +71,7 @@ class _Run:
         self.items: list[tuple[int, Any]] = []
         self.deferred: list[Op] = []
         self.exit_codes: dict[str, int] = {}
+        self.summaries: set[str] = set()  # the summary texts of every reasoning item
         self.turn_slot: tuple[int, dict[str, Any]] | None = None
         self.last_settings: Any = None
         self.last_turn_id: Any = None
@@ -83,12 +93,19 @@ class _Run:
                     and type(p.get("exit_code")) is int
                 ):
                     self.exit_codes[p["call_id"]] = p["exit_code"]
+                if o.get("type") == "response_item" or "payload" not in o:
+                    self.summaries.update(_summary_texts(p if "payload" in o else o))
+        # Bare items are the legacy layout; in a file of envelopes, a line without a payload
+        # is damaged or unknown, never a response item that would enter the conversation.
+        enveloped = any(isinstance(o, dict) and "payload" in o for o in self.values)
         for n, o in enumerate(self.values, 1):
             if o is None or not isinstance(o, dict):
                 continue
             try:
                 if "payload" in o and "type" in o:
                     self.line(n, o.get("type"), o.get("payload"), o)
+                elif enveloped:
+                    self.stray(n, o)
                 else:
                     self.legacy(n, o)
             except Exception as exc:  # one line that cannot be converted never costs the others
@@ -116,6 +133,13 @@ class _Run:
             self.tally.mark(n, D.STATE, "world_state: environment state behind context items")
         else:
             self.tally.mark(n, D.UNKNOWN, f"line type {t!r} is unknown to this importer")
+
+    def stray(self, n: int, o: dict[str, Any]) -> None:
+        t = o.get("type")
+        if t in _ENVELOPES:
+            self.tally.mark(n, D.DAMAGED, f"{t} line without its payload")
+        else:
+            self.tally.mark(n, D.UNKNOWN, f"line type {t!r} without a payload is unknown")
 
     def legacy(self, n: int, o: dict[str, Any]) -> None:
         if "record_type" in o:
@@ -266,6 +290,11 @@ class _Run:
             self.note(
                 n, MetaUpdate(seq=0, ts=EPOCH, extra=_raw({KEY: p})), "meta_update", D.METADATA
             )
+        elif et == "agent_reasoning" and p.get("text") not in self.summaries:
+            # An interrupted turn's reasoning that no item holds: kept, outside the conversation
+            # (Codex never sends it back), rather than dropped as a mirror of nothing.
+            why = "event_msg/agent_reasoning: reasoning no item holds (never sent to the model)"
+            self.note(n, MetaUpdate(seq=0, ts=EPOCH, extra=_raw({KEY: p})), why, D.METADATA)
         elif et in MIRRORS:
             self.tally.mark(n, D.DUPLICATE, f"event_msg/{et}: {MIRRORS[et]}")
         else:
@@ -375,6 +404,14 @@ class _Run:
         if any(is_placeholder(r.encrypted) for r in m.reasoning):
             m = msgspec.structs.replace(m, reasoning=tuple(unplace(r) for r in m.reasoning))
         return m
+
+
+def _summary_texts(item: Any) -> list[str]:
+    if not isinstance(item, dict) or item.get("type") != "reasoning":
+        return []
+    parts = item.get("summary")
+    found = [s.get("text") for s in parts if isinstance(s, dict)] if isinstance(parts, list) else []
+    return [text for text in found if isinstance(text, str)]
 
 
 def _target(item: dict[str, Any]) -> str:
