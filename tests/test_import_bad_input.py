@@ -4,6 +4,7 @@ the rest by line; one bad file never stops the others."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -228,3 +229,17 @@ def test_an_empty_signature_is_a_placeholder_never_sent_back(tmp_path: Path) -> 
     (f,) = claude_code.import_sessions(src, tmp_path / "root").files
     (r,) = read_replay(f.rollouts[0]).messages[-1].reasoning
     assert (r.signature, r.placeholder) == (None, "")
+
+
+def test_sources_that_are_not_regular_files_are_refused_not_read(tmp_path: Path) -> None:
+    """A FIFO and a link to a device named *.jsonl in a tree are each reported failed without
+    being read (no hang, no endless read); the regular file beside them imports."""
+    tree = tmp_path / "src"
+    tree.mkdir()
+    os.mkfifo(tree / "a.jsonl")
+    (tree / "b.jsonl").symlink_to("/dev/null")
+    shutil.copy(CODEX, tree / "c.jsonl")
+    a, b, c = codex.import_sessions(tree, tmp_path / "root").files
+    assert (a.status, b.status, c.status) == ("failed", "failed", "imported")
+    assert "not a regular file" in a.note
+    assert "not a regular file" in b.note

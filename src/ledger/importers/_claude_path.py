@@ -43,9 +43,7 @@ def leaf(lines: list[tuple[int, Any]]) -> str | None:
     return None
 
 
-def path(
-    lines: list[tuple[int, Any]], leaf: str | None, damaged: Collection[int] = ()
-) -> set[int]:
+def path(lines: list[tuple[int, Any]], leaf: str | None, damaged: Collection[int] = ()) -> set[int]:
     """Line numbers of the conversation lines on the path to ``leaf``, with the results of
     calls on it and the other block lines of responses on it.
 

@@ -75,6 +75,8 @@ def import_sessions(
 
 def _is_subagent_file(path: Path) -> bool:
     """Whether the first conversation line of a file is a sidechain's (a subagent file)."""
+    if not path.is_file():  # a FIFO or a device: reported by the import, never opened here
+        return False
     try:
         with open(path, "rb") as f:
             for _, raw in zip(range(50), f, strict=False):
