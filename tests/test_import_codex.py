@@ -310,3 +310,16 @@ def test_reasoning_events_no_item_holds_are_kept_out_of_the_conversation(tmp_pat
         ]
         == 4
     )
+
+
+def test_a_codex_file_that_grew_between_responses_is_appended(tmp_path: Path) -> None:
+    """A live rollout imported between two responses, then again once it grew, continues the
+    same rollout: each usage stays where it was in the file, after the items before it."""
+    sample = next((DATA / "0.125.0-tui").glob("*.jsonl"))
+    lines = sample.read_bytes().splitlines(keepends=True)
+    src = tmp_path / sample.name
+    statuses = []
+    for k in (60, 120):
+        src.write_bytes(b"".join(lines[:k]))
+        statuses.append(codex.import_sessions(src, tmp_path / "root").files[0].status)
+    assert statuses == ["imported", "appended"]

@@ -313,7 +313,8 @@ class _Run:
             usage = self.usage(info["last_token_usage"], None)
             rest = {k: v for k, v in info.items() if k != "last_token_usage"}
             usage = msgspec.structs.replace(usage, extra=_raw({KEY: rest}))
-            self.deferred.append(usage)
+            self.flush()
+            self.ops.append(usage)
             self.tally.mark(n, D.IMPORTED, "usage")
 
     def usage(self, u: dict[str, Any], rid: Any) -> Usage:
@@ -337,7 +338,10 @@ class _Run:
         )
 
     def note(self, n: int, op: Op, what: str, how: Disposition = D.IMPORTED) -> None:
-        (self.deferred if self.items else self.ops).append(op)
+        # The items before an event are flushed first: the event stays where it was in the
+        # file, so a file that grew converts to what it converted to before, and more (ADR 0128).
+        self.flush()
+        self.ops.append(op)
         self.tally.mark(n, how, what)
 
     # --- the conversation -------------------------------------------------------------------
