@@ -96,12 +96,13 @@ def _convert(
 ) -> FileReport:
     main: list[int] = []
     side: dict[str, list[int]] = {}
+    chains = _Sidechains(src.values)
     for n in mark_unreadable(src, tally):
         o = src.values[n - 1]
         if fault := link_fault(o):
             tally.mark(n, Disposition.DAMAGED, f"a line that cannot be placed ({fault})")
         elif o.get("isSidechain") and not sub:
-            side.setdefault(_sidechain_key(o, src.values), []).append(n)
+            side.setdefault(chains.key(o), []).append(n)
         else:
             main.append(n)
     session = ClaudeSession()
@@ -145,18 +146,36 @@ def _convert(
     )
 
 
-def _sidechain_key(o: dict[str, Any], values: tuple[Any, ...]) -> str:
-    """Which inline sidechain a line belongs to: its agent id, or the root of its chain."""
-    if isinstance(o.get("agentId"), str):
-        return str(o["agentId"])
-    by_uuid = {v.get("uuid"): v for v in values if isinstance(v, dict) and v.get("isSidechain")}
-    cur, seen = o, set()
-    while isinstance(cur.get("parentUuid"), str) and cur["parentUuid"] in by_uuid:
-        if cur["parentUuid"] in seen:
-            break
-        seen.add(cur["parentUuid"])
-        cur = by_uuid[cur["parentUuid"]]
-    return f"sidechain-{str(cur.get('uuid', 'x'))[:8]}"
+class _Sidechains:
+    """Which inline sidechain a line belongs to: its agent id, or the root of its chain.
+
+    The uuid map is built once and every root found is remembered for the lines walked to it,
+    so that a file of long sidechains is read in linear time, not in the square of its lines.
+    """
+
+    def __init__(self, values: tuple[Any, ...]) -> None:
+        self.by_uuid = {
+            v.get("uuid"): v
+            for v in values
+            if isinstance(v, dict) and v.get("isSidechain") and isinstance(v.get("uuid"), str)
+        }
+        self.roots: dict[str, str] = {}
+
+    def key(self, o: dict[str, Any]) -> str:
+        if isinstance(o.get("agentId"), str):
+            return str(o["agentId"])
+        cur, walked = o, set()
+        while isinstance(cur.get("uuid"), str) and cur["uuid"] not in self.roots:
+            walked.add(cur["uuid"])
+            parent = cur.get("parentUuid")
+            if not isinstance(parent, str) or parent not in self.by_uuid or parent in walked:
+                break
+            cur = self.by_uuid[parent]
+        uuid = cur.get("uuid")
+        found = self.roots.get(uuid) if isinstance(uuid, str) else None
+        root = found or f"sidechain-{str(cur.get('uuid', 'x'))[:8]}"
+        self.roots.update(dict.fromkeys(walked, root))
+        return root
 
 
 def _match_task(ops: list[Any], parent: ClaudeSession) -> tuple[str | None, str | None]:
