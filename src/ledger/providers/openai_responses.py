@@ -318,9 +318,12 @@ def _turn_out(m: Message, res: Residue, goal: Target, box: Outbox, i: int) -> li
             box.leave(i, "reasoning", why)
         reasoning.append(built)
     # Without its reasoning item, an item sent with its id is refused: send none of the ids.
-    keep_ids = all(r is not None for r in reasoning)
+    # Ids minted by another provider or endpoint (an Anthropic message id) are not ours either.
+    ours = m.origin is None or goal.accepts(m.origin)
+    keep_ids = ours and all(r is not None for r in reasoning)
     if not keep_ids and (m.item_id or any(c.item_id for c in m.tool_calls)):
-        box.leave(i, "item ids", "their reasoning items could not be sent")
+        why = "their reasoning items could not be sent" if ours else goal.why_not(m.origin)
+        box.leave(i, "item ids", why)
     calls = [call_out(c, keep_ids) for c in m.tool_calls]
     for c in m.tool_calls:
         if c.signature is not None:
