@@ -94,3 +94,16 @@ def test_the_shape_checks_catch_an_injected_element() -> None:
     assert html_shape("<p>x</p>").events != html_shape("<p><script>x</script></p>").events
     assert markdown_shape("*a*\n") != markdown_shape("*a*\n# b\n")
     assert markdown_shape("```text\nx\n```\n") != markdown_shape("```text\n```\nx\n```\n")
+
+
+def test_bare_urls_in_prose_are_no_autolinks_and_read_the_same() -> None:
+    """A URL, a www. address or an email in a value written as prose (a stop reason, a media
+    URL) is broken for GitHub's autolinks, and CommonMark still shows the text unchanged."""
+    from markdown_it import MarkdownIt
+
+    from replay.export._markdown import prose
+
+    for text in ("at https://evil.example/x", "see WWW.evil.example", "mail a@evil.example"):
+        written = prose(text)
+        assert not re.search(r"(?<!\\)(://|@)|(?i:www)\.", written), written
+        assert MarkdownIt("commonmark").render(written) == f"<p>{text}</p>\n"

@@ -3,8 +3,11 @@ the rest by line; one bad file never stops the others."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,3 +99,147 @@ def test_one_bad_file_never_stops_the_others(
     ok = [f for f in report.files if f.status == "imported"]
     assert len(ok) == 3
     assert report.unaccounted == 0
+
+
+# --- one bad line costs that line only (an outside pass) ---------------------------------------
+
+_SID = "0b7f3c2a-0000-0000-0000-000000000001"
+_ENV = {"sessionId": _SID, "cwd": "/w", "version": "2.1.29", "timestamp": "2026-01-01T00:00:00Z"}
+_U = {**_ENV, "type": "user", "uuid": "u1", "parentUuid": None}
+_U |= {"message": {"role": "user", "content": "hi"}}
+_A = {**_ENV, "type": "assistant", "uuid": "a1", "parentUuid": "u1"}
+_A |= {"message": {"id": "msg_1", "role": "assistant", "content": [{"type": "text", "text": "yo"}]}}
+_BLOCK = {"type": "tool_result", "tool_use_id": ["x"]}
+
+
+def _jsonl(path: Path, lines: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(o) + "\n" for o in lines), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {**_ENV, "type": "attachment", "attachment": "oops"},
+        {**_ENV, "type": ["user"]},
+        {**_A, "uuid": ["a9"], "message": {**_A["message"], "id": "msg_9"}},
+        {**_A, "uuid": "a9", "message": {**_A["message"], "id": ["m"]}},
+        {"type": "last-prompt", "leafUuid": ["x"]},
+        {**_U, "uuid": "u9", "parentUuid": "a1", "message": {"role": "user", "content": [_BLOCK]}},
+        {**_U, "uuid": "c9", "parentUuid": "a1", "isCompactSummary": True}
+        | {"message": {"role": "user", "content": None}},
+        {**_A, "uuid": "e9", "parentUuid": "a1", "isApiErrorMessage": True}
+        | {"message": {"id": "msg_e", "role": "assistant", "content": [{"type": "text"}]}}
+        | {"message": {"id": "msg_e", "content": [{"type": "text", "text": None}]}},
+    ],
+)
+def test_a_claude_line_of_the_wrong_types_is_damaged_alone(tmp_path: Path, bad: Any) -> None:
+    """A line whose fields have the wrong types is reported damaged on its own line; the two
+    good lines around it are still imported (the file does not fail)."""
+    src = _jsonl(tmp_path / f"{_SID}.jsonl", [_U, _A, bad])
+    (f,) = claude_code.import_sessions(src, tmp_path / "root").files
+    assert f.status == "imported", f.note
+    assert [p.line for p in f.problems] == [3]
+    assert f.by_disposition()["imported"] == 2
+    assert [m.text() for m in read_replay(f.rollouts[0]).messages] == ["hi", "yo"]
+
+
+def test_an_empty_session_id_falls_back_to_the_file_name(tmp_path: Path) -> None:
+    """A first line naming the session "" names the rollout after the file, in a dry run and
+    a real one alike (the dry run no longer promises what the import then refuses)."""
+    src = _jsonl(tmp_path / f"{_SID}.jsonl", [{**_U, "sessionId": ""}, _A])
+    dry = claude_code.import_sessions(src, tmp_path / "root", dry_run=True).files[0]
+    (f,) = claude_code.import_sessions(src, tmp_path / "root").files
+    assert (dry.status, f.status) == ("imported", "imported"), f.note
+    assert read_replay(f.rollouts[0]).session_id == _SID
+
+
+def _codex_meta(**more: Any) -> dict[str, Any]:
+    payload = {"id": "019b7f94-51b4-7593-922e-ba12b5b73b52", "cli_version": "0.77.0"}
+    return {"timestamp": "t", "type": "session_meta", "payload": payload | more}
+
+
+_ITEM = {"role": "user", "content": [{"type": "input_text", "text": "hi"}], "type": "message"}
+
+
+@pytest.mark.parametrize(
+    ("lines", "damaged"),
+    [
+        ([_codex_meta(source={"subagent": "review"})], []),
+        ([_codex_meta(), {"timestamp": "t", "type": "event_msg", "payload": {"type": ["x"]}}], [3]),
+        (
+            [
+                _codex_meta(),
+                json.loads('{"type":"turn_context","payload":{"x":' + "[" * 70 + "]" * 70 + "}}"),
+            ],
+            [3],
+        ),
+    ],
+)
+def test_a_codex_line_of_the_wrong_types_is_damaged_alone(
+    tmp_path: Path, lines: list[Any], damaged: list[int]
+) -> None:
+    """A review subagent's session_meta imports, and a line of the wrong types (an event type
+    that is a list, settings nested too deep) is damaged on its own line, not the whole file."""
+    item = {"timestamp": "t", "type": "response_item", "payload": _ITEM}
+    src = _jsonl(tmp_path / "rollout-x.jsonl", [lines[0], item, *lines[1:]])
+    (f,) = codex.import_sessions(src, tmp_path / "root").files
+    assert f.status == "imported", f.note
+    assert [p.line for p in f.problems] == damaged
+    assert [m.text() for m in read_replay(f.rollouts[0]).messages] == ["hi"]
+
+
+def test_one_unreadable_line_does_not_make_the_history_before_it_a_branch(
+    tmp_path: Path,
+) -> None:
+    """A damaged line in the middle of the parentUuid chain is bridged: the messages before it
+    are still imported, not dropped as an abandoned branch."""
+    talk = [_U, _A, {**_U, "uuid": "u2", "parentUuid": "a1"}, {**_A, "uuid": "a2"}]
+    talk[3] = talk[3] | {"parentUuid": "u2", "message": {**_A["message"], "id": "msg_2"}}
+    talk.append({**_U, "uuid": "u3", "parentUuid": "a2"})
+    src = tmp_path / f"{_SID}.jsonl"
+    lines = [json.dumps(o) + "\n" for o in talk]
+    lines[3] = "{not json\n"  # a2, the parent of u3
+    src.write_text("".join(lines), encoding="utf-8")
+    (f,) = claude_code.import_sessions(src, tmp_path / "root").files
+    assert "branch" not in f.by_disposition()
+    assert [m.text() for m in read_replay(f.rollouts[0]).messages] == ["hi", "yo", "hi", "hi"]
+
+
+def test_a_transcript_cut_after_a_compact_boundary_keeps_its_history(tmp_path: Path) -> None:
+    """A compact_boundary with no summary after it (the file was cut) is not an empty
+    compaction: the history before it replays, as Claude Code would resume it."""
+    boundary = {**_ENV, "type": "system", "subtype": "compact_boundary", "uuid": "b1"}
+    boundary |= {"parentUuid": None, "logicalParentUuid": "a1", "compactMetadata": {}}
+    src = _jsonl(tmp_path / f"{_SID}.jsonl", [_U, _A, boundary])
+    (f,) = claude_code.import_sessions(src, tmp_path / "root").files
+    replay = read_replay(f.rollouts[0])
+    assert [m.text() for m in replay.messages] == ["hi", "yo"]
+    assert not replay.degraded
+    assert f.unaccounted == 0
+
+
+def test_an_empty_signature_is_a_placeholder_never_sent_back(tmp_path: Path) -> None:
+    """A thinking block whose signature is "" is kept as a placeholder (ADR 0126), never as a
+    signature that a resumed request would send as real."""
+    think = {"type": "thinking", "thinking": "Easy.", "signature": ""}
+    a = {**_A, "message": {**_A["message"], "content": [think]}}
+    a2 = {**_A, "uuid": "a2", "parentUuid": "a1"}
+    src = _jsonl(tmp_path / f"{_SID}.jsonl", [_U, a, a2])
+    (f,) = claude_code.import_sessions(src, tmp_path / "root").files
+    (r,) = read_replay(f.rollouts[0]).messages[-1].reasoning
+    assert (r.signature, r.placeholder) == (None, "")
+
+
+def test_sources_that_are_not_regular_files_are_refused_not_read(tmp_path: Path) -> None:
+    """A FIFO and a link to a device named *.jsonl in a tree are each reported failed without
+    being read (no hang, no endless read); the regular file beside them imports."""
+    tree = tmp_path / "src"
+    tree.mkdir()
+    os.mkfifo(tree / "a.jsonl")
+    (tree / "b.jsonl").symlink_to("/dev/null")
+    shutil.copy(CODEX, tree / "c.jsonl")
+    a, b, c = codex.import_sessions(tree, tmp_path / "root").files
+    assert (a.status, b.status, c.status) == ("failed", "failed", "imported")
+    assert "not a regular file" in a.note
+    assert "not a regular file" in b.note

@@ -12,6 +12,7 @@ import msgspec
 
 from ledger import Event, MetaUpdate, Role, SessionMeta, decode_record
 from ledger.importers import claude_code
+from ledger.importers import claude_code as claude_module
 from ledger.providers import anthropic
 from replay import read_replay
 
@@ -219,3 +220,23 @@ def test_an_imported_session_goes_back_to_anthropic_byte_for_byte(tmp_path: Path
     sent = [m["content"] for m in body["messages"] if m["role"] == "assistant"]
     assert len(sent) == len(responses) > 1
     assert msgspec.json.encode(sent) == msgspec.json.encode(list(responses.values()))
+
+
+def test_inline_sidechain_keys_walk_each_line_about_once() -> None:
+    """Finding the sidechain of every line of a long inline chain takes steps in proportion to
+    its lines, not to their square (each root found is remembered for the lines walked to it)."""
+    n = 400
+    chain = [line("user", f"s{i}", f"s{i - 1}" if i else None, isSidechain=True) for i in range(n)]
+    chains = claude_module._Sidechains(tuple(chain))
+    steps = 0
+
+    class Counting(dict[Any, Any]):
+        def __getitem__(self, key: Any) -> Any:
+            nonlocal steps
+            steps += 1
+            return super().__getitem__(key)
+
+    chains.by_uuid = Counting(chains.by_uuid)
+    keys = {chains.key(o) for o in reversed(chain)}
+    assert keys == {"sidechain-s0"}
+    assert steps <= 2 * n

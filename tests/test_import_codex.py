@@ -276,3 +276,50 @@ def test_is_error_prefers_the_commands_exit_code(tmp_path: Path) -> None:
     }
     (block,) = messages[-2].reasoning
     assert (block.item_id, block.encrypted) == (None, "gAAAAB")
+
+
+def test_a_line_without_payload_never_enters_the_conversation(tmp_path: Path) -> None:
+    """In a file of envelopes, a line without its payload is damaged (a known type) or unknown,
+    never taken as a legacy response item that the conversation would send to the model."""
+    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+    lines = [
+        {"timestamp": TS, "type": "session_meta", "payload": {"id": "s-1", "cli_version": "0.77"}},
+        {"timestamp": TS, "type": "response_item", "payload": item},
+        {"timestamp": TS, "type": "event_msg"},
+        {"type": "future_line_type", "data": {"secret": "not for the model"}},
+    ]
+    src = tmp_path / "rollout-x.jsonl"
+    src.write_text("".join(json.dumps(o) + "\n" for o in lines), encoding="utf-8")
+    (f,) = codex.import_sessions(src, tmp_path / "root").files
+    assert {p.line: p.reason.split(":")[0] for p in f.problems} == {3: "damaged", 4: "unknown"}
+    assert [m.text() for m in read_replay(f.rollouts[0]).messages] == ["hi"]
+
+
+def test_reasoning_events_no_item_holds_are_kept_out_of_the_conversation(tmp_path: Path) -> None:
+    """agent_reasoning of an interrupted turn, with no reasoning item in the file, is kept as
+    metadata (its text in the rollout), not dropped as the mirror of an item that is not there."""
+    src = next((DATA / "0.40.0-vscode-turn-aborted").rglob("*.jsonl"))
+    (f,) = codex.import_sessions(src, tmp_path / "root").files
+    orphan = "**Diagnosing stale data blocking refetch in team queries**"
+    held = list(map(decode_record, Path(f.rollouts[0]).read_bytes().splitlines()))
+    kept = [r for r in held if isinstance(r, MetaUpdate) and orphan in bytes(r.extra).decode()]
+    assert len(kept) == 1
+    assert (
+        f.dispositions["metadata"][
+            "event_msg/agent_reasoning: reasoning no item holds (never sent to the model)"
+        ]
+        == 4
+    )
+
+
+def test_a_codex_file_that_grew_between_responses_is_appended(tmp_path: Path) -> None:
+    """A live rollout imported between two responses, then again once it grew, continues the
+    same rollout: each usage stays where it was in the file, after the items before it."""
+    sample = next((DATA / "0.125.0-tui").glob("*.jsonl"))
+    lines = sample.read_bytes().splitlines(keepends=True)
+    src = tmp_path / sample.name
+    statuses = []
+    for k in (60, 120):
+        src.write_bytes(b"".join(lines[:k]))
+        statuses.append(codex.import_sessions(src, tmp_path / "root").files[0].status)
+    assert statuses == ["imported", "appended"]

@@ -4,8 +4,10 @@ raised before anything is written; and ``import ledger`` stays free of the adapt
 from __future__ import annotations
 
 import copy
+import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -192,3 +194,108 @@ def test_import_ledger_loads_neither_the_adapters_nor_cattrs() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+# --- payloads close to the documented shapes (an outside pass) ---------------------------------
+
+
+def _nest(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"a": 1}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    ("module", "request_"),
+    [
+        (openai_chat, {"messages": [{"role": "assistant", "content": "x", "tool_calls": None}]}),
+        (openai_chat, {"messages": [{"role": "assistant", "content": "x", "tool_calls": []}]}),
+        (
+            openai_chat,
+            {"messages": [{"role": "tool", "tool_call_id": "c", "name": "f", "content": "r"}]},
+        ),
+        (openai_chat, {"messages": [{"role": "user", "content": "x", "reasoning_content": "r"}]}),
+        (
+            openai_responses,
+            {
+                "input": [
+                    {
+                        "type": "reasoning",
+                        "id": "rs_1",
+                        "summary": [{"type": "summary_text", "text": "s", "lang": "en"}],
+                    }
+                ]
+            },
+        ),
+        (
+            openai_responses,
+            {"input": [{"role": "user", "content": [{"type": "output_text", "text": "x"}]}]},
+        ),
+        (
+            openai_responses,
+            {
+                "input": [
+                    {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+                    | {"input": "x"}
+                ]
+            },
+        ),
+        (
+            anthropic,
+            {
+                "messages": [
+                    {
+                        "role": "assistant",
+                        "content": [
+                            {"type": "tool_use", "id": "t", "name": "n", "input": _nest(600)}
+                        ],
+                    }
+                ]
+            },
+        ),
+        (
+            gemini,
+            {
+                "contents": [
+                    {
+                        "role": "user",
+                        "parts": [{"functionResponse": {"name": "f", "response": _nest(600)}}],
+                    }
+                ]
+            },
+        ),
+    ],
+)
+def test_near_documented_payloads_convert_and_come_back_exact(module: Any, request_: Any) -> None:
+    """Payloads real clients send (the SDK's model_dump nulls, a tool message's name, an unknown
+    key in a summary part, deep tool input) convert and come back as they were, never a raw
+    RuntimeError or RecursionError."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        back = module.from_ledger(module.to_ledger(json.loads(json.dumps(request_))))
+    assert json.dumps(back) == json.dumps(request_)
+
+
+def test_the_sdk_model_dump_of_a_completion_is_a_response() -> None:
+    """A ChatCompletion as the OpenAI SDK's model_dump() writes it (tool_calls null) is read."""
+    message = {"content": "Yes.", "refusal": None, "role": "assistant", "tool_calls": None}
+    completion = {"id": "c", "model": "gpt-4.1", "choices": [{"index": 0, "message": message}]}
+    assert openai_chat.response_to_ledger(completion).text() == "Yes."
+
+
+def test_a_value_the_ledger_refuses_is_a_provider_error_with_its_path() -> None:
+    """A lone surrogate in a signature (json.loads accepts it) is refused at its message's path."""
+    request_ = json.loads(
+        '{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content":'
+        ' [{"type": "thinking", "thinking": "", "signature": "\\ud800"}]}]}'
+    )
+    with pytest.raises(ProviderError, match=r"^messages\[1\]: expected a value the ledger can"):
+        anthropic.to_ledger(request_)
+
+
+def test_nesting_beyond_the_recursion_limit_is_a_provider_error() -> None:
+    """Tool input deeper than Python can walk is one ProviderError at its message, not a crash."""
+    block = {"type": "tool_use", "id": "t", "name": "n", "input": _nest(3000)}
+    with pytest.raises(ProviderError, match=r"^messages\[0\]: expected JSON nested less deeply"):
+        anthropic.to_ledger({"messages": [{"role": "assistant", "content": [block]}]})

@@ -102,3 +102,20 @@ def test_a_plain_call_is_silent_when_nothing_is_left_out() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert anthropic.from_ledger(messages) == load("anthropic")
+
+
+def test_another_providers_response_id_is_never_a_responses_item_id() -> None:
+    """An Anthropic or Gemini response's own id is left out (and counted) when the message goes
+    to OpenAI Responses, never sent as a message item id that OpenAI would look up."""
+    a = anthropic.response_to_ledger(
+        {"id": "msg_01X", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6"}
+        | {"content": [{"type": "text", "text": "Yes."}]}
+    )
+    g = gemini.response_to_ledger(
+        {"responseId": "gemini-response-42", "modelVersion": "gemini-3-pro-preview"}
+        | {"candidates": [{"content": {"role": "model", "parts": [{"text": "Yes."}]}}]}
+    )
+    for m in (a, g):
+        conversion = openai_responses.export([m])
+        assert "id" not in conversion.request["input"][0]
+        assert [x.what for x in conversion.left_out] == ["item ids"]

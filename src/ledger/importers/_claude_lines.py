@@ -68,7 +68,8 @@ def convert_lines(
     """The operations of the lines ``numbers`` (1-based) of one conversation, in order."""
     lines = [(n, values[n - 1]) for n in numbers]
     last = leaf(lines)
-    kept = path(lines, last)
+    damaged = [i for i, fate in enumerate(tally.fates, 1) if fate and fate[0] is D.DAMAGED]
+    kept = path(lines, last, damaged)
     calls: dict[str, str] = {}
     groups: dict[str, list[int]] = {}
     for n, o in lines:
@@ -79,50 +80,62 @@ def convert_lines(
     ops: list[Op] = []
     done: set[str] = set()
     boundary: dict[str, Any] | None = None
+    boundary_line = 0
     last_env: tuple[Any, Any, Any] | None = None
     for n, o in lines:
-        t = o.get("type")
-        _facts(o, session)
-        env = (o.get("cwd"), o.get("gitBranch"), o.get("version"))
-        if t in ("user", "assistant") and last_env is not None and env != last_env and any(env):
-            ops.append(_env_update(env, last_env))
-        if t in ("user", "assistant"):
-            last_env = env
-        if t in ("user", "assistant") and n not in kept:
-            tally.mark(n, D.BRANCH, "not on the path to the session's last message")
-        elif t == "assistant":
-            mid = message(o).get("id")
-            if isinstance(mid, str) and mid in done:
-                continue  # merged into the message of its first line
-            members = groups.get(mid, [n]) if isinstance(mid, str) else [n]
-            members = [m for m in members if m in kept] or [n]
-            done.add(mid) if isinstance(mid, str) else None
-            ops.extend(_assistant(values, members, tally, session, calls))
-        elif t == "user":
-            if o.get("isCompactSummary"):
-                ops.append(_compaction(o, boundary, n, tally))
-                boundary = None
+        out: list[Op] = []  # this line's operations, kept only when it converts whole
+        members = [n]
+        try:
+            t = o.get("type")
+            _facts(o, session)
+            env = (o.get("cwd"), o.get("gitBranch"), o.get("version"))
+            if t in ("user", "assistant") and last_env is not None and env != last_env and any(env):
+                out.append(_env_update(env, last_env))
+            if t in ("user", "assistant"):
+                last_env = env
+            if t in ("user", "assistant") and n not in kept:
+                tally.mark(n, D.BRANCH, "not on the path to the session's last message")
+            elif t == "assistant":
+                mid = message(o).get("id")
+                if isinstance(mid, str) and mid in done:
+                    ops.extend(out)
+                    continue  # merged into the message of its first line
+                members = groups.get(mid, [n]) if isinstance(mid, str) else [n]
+                members = [m for m in members if m in kept] or [n]
+                done.add(mid) if isinstance(mid, str) else None
+                out.extend(_assistant(values, members, tally, session, calls))
+            elif t == "user":
+                if o.get("isCompactSummary"):
+                    out.append(_compaction(o, boundary, n, tally))
+                    boundary = None
+                else:
+                    out.extend(_user(o, n, tally, session, calls))
+            elif t == "system":
+                sub = o.get("subtype")
+                if sub == "compact_boundary":
+                    boundary, boundary_line = o, n
+                    tally.mark(n, D.IMPORTED, "compacted")
+                elif sub == "turn_duration":
+                    extra = {KEY: {"durationMs": o.get("durationMs"), "uuid": o.get("uuid")}}
+                    out.append(Turn(seq=0, ts=EPOCH, boundary="end", extra=_raw(extra)))
+                    tally.mark(n, D.IMPORTED, "turn")
+                elif sub == "api_error":
+                    out.append(_api_error(o, str(o.get("error") or "api_error"), o.get("content")))
+                    tally.mark(n, D.IMPORTED, "event")
+                else:
+                    tally.mark(n, D.STATE, f"system/{sub}: client bookkeeping, not model-visible")
             else:
-                ops.extend(_user(o, n, tally, session, calls))
-        elif t == "system":
-            sub = o.get("subtype")
-            if sub == "compact_boundary":
-                boundary = o
-                tally.mark(n, D.IMPORTED, "compacted")
-            elif sub == "turn_duration":
-                extra = {KEY: {"durationMs": o.get("durationMs"), "uuid": o.get("uuid")}}
-                ops.append(Turn(seq=0, ts=EPOCH, boundary="end", extra=_raw(extra)))
-                tally.mark(n, D.IMPORTED, "turn")
-            elif sub == "api_error":
-                ops.append(_api_error(o, str(o.get("error") or "api_error"), o.get("content")))
-                tally.mark(n, D.IMPORTED, "event")
-            else:
-                tally.mark(n, D.STATE, f"system/{sub}: client bookkeeping, not model-visible")
-        else:
-            ops.extend(_other(o, t, n, tally, session))
+                out.extend(_other(o, t, n, tally, session))
+        except Exception as exc:  # one line that cannot be converted never costs the others
+            for m in members:
+                tally.mark(m, D.DAMAGED, f"could not be converted ({exc!r})")
+            continue
+        ops.extend(out)
     if boundary is not None:
-        facts = {k: boundary.get(k) for k in ("compactMetadata", "logicalParentUuid")}
-        ops.append(Compaction((), None, _raw({KEY: facts})))
+        # The summary never came (the file was cut, or read while Claude Code was compacting):
+        # Claude Code resumes from the last message with the history before it, and so do we.
+        why = "compact_boundary without its summary: the compaction did not finish"
+        tally.mark(boundary_line, D.STATE, why)
     return ops
 
 
@@ -231,7 +244,8 @@ def _placeholders(m: Message) -> Message:
 
 
 def _is_placeholder(value: str | None) -> bool:
-    return value is not None and value.startswith("[REDACTED")
+    # Empty where a payload must be is a placeholder too (ADR 0126): never sent back as real.
+    return value is not None and (value == "" or value.startswith("[REDACTED"))
 
 
 def _usage(usage: dict[str, Any], rid: Any, model: Any) -> Usage:

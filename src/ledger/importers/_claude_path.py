@@ -3,9 +3,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
-__all__ = ["blocks", "leaf", "message", "path"]
+__all__ = ["blocks", "leaf", "link_fault", "message", "path"]
+
+_LINKS = ("uuid", "parentUuid", "logicalParentUuid", "leafUuid", "sessionId", "agentId")
+
+
+def link_fault(o: dict[str, Any]) -> str | None:
+    """What is wrong with the fields that place a line in its conversation, if anything.
+
+    The path, the merging of block lines and the sidechains use these values as keys: a line
+    where one is not a string is damaged on its own, before it could stop the whole file.
+    """
+    if not isinstance(o.get("type"), str):
+        return f"type: expected a string, got {type(o.get('type')).__name__}"
+    found = [(k, o.get(k)) for k in _LINKS] + [("message.id", message(o).get("id"))]
+    found += [(f"content[].{k}", b.get(k)) for b in blocks(o) for k in ("id", "tool_use_id")]
+    for key, value in found:
+        if value is not None and not isinstance(value, str):
+            return f"{key}: expected a string, got {type(value).__name__}"
+    return None
 
 
 def message(o: dict[str, Any]) -> dict[str, Any]:
@@ -24,10 +43,17 @@ def leaf(lines: list[tuple[int, Any]]) -> str | None:
     return None
 
 
-def path(lines: list[tuple[int, Any]], leaf: str | None) -> set[int]:
+def path(lines: list[tuple[int, Any]], leaf: str | None, damaged: Collection[int] = ()) -> set[int]:
     """Line numbers of the conversation lines on the path to ``leaf``, with the results of
-    calls on it and the other block lines of responses on it."""
+    calls on it and the other block lines of responses on it.
+
+    A parent that is missing when a damaged line comes before the child (the parent was most
+    likely that line) is bridged to the last conversation line before the damaged one, so
+    that one unreadable line does not turn the history before it into an abandoned branch.
+    """
     by_uuid = {o.get("uuid"): (n, o) for n, o in lines if isinstance(o.get("uuid"), str)}
+    talk = [(n, o["uuid"]) for n, o in lines if o.get("type") in ("user", "assistant")]
+    talk = [(n, u) for n, u in talk if isinstance(u, str)]
     on: set[int] = set()
     seen: set[str] = set()
     u = leaf
@@ -36,6 +62,9 @@ def path(lines: list[tuple[int, Any]], leaf: str | None) -> set[int]:
         n, o = by_uuid[u]
         on.add(n)
         u = o.get("parentUuid") or o.get("logicalParentUuid")
+        if isinstance(u, str) and u not in by_uuid:
+            cut = max((d for d in damaged if d < n), default=None)
+            u = next((v for m, v in reversed(talk) if cut is not None and m < cut), u)
     ids = {message(o).get("id") for n, o in lines if n in on and o.get("type") == "assistant"}
     calls: set[str] = set()
     for n, o in lines:

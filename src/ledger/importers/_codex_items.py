@@ -104,7 +104,8 @@ def roleless(m: Message) -> Message:
 
 
 def is_placeholder(value: str | None) -> bool:
-    return value is not None and value.startswith("[REDACTED")
+    # Empty where a payload must be is a placeholder too (ADR 0126): never sent back as real.
+    return value is not None and (value == "" or value.startswith("[REDACTED"))
 
 
 def unplace(r: Reasoning) -> Reasoning:

@@ -31,6 +31,15 @@ __all__ = ["CodexSession", "convert_codex"]
 
 D = Disposition
 KEY = "codex"
+_ENVELOPES = (
+    "session_meta",
+    "response_item",
+    "event_msg",
+    "turn_context",
+    "compacted",
+    "token_usage_record",
+    "world_state",
+)
 
 
 class CodexSession:
@@ -62,6 +71,7 @@ class _Run:
         self.items: list[tuple[int, Any]] = []
         self.deferred: list[Op] = []
         self.exit_codes: dict[str, int] = {}
+        self.summaries: set[str] = set()  # the summary texts of every reasoning item
         self.turn_slot: tuple[int, dict[str, Any]] | None = None
         self.last_settings: Any = None
         self.last_turn_id: Any = None
@@ -83,13 +93,23 @@ class _Run:
                     and type(p.get("exit_code")) is int
                 ):
                     self.exit_codes[p["call_id"]] = p["exit_code"]
+                if o.get("type") == "response_item" or "payload" not in o:
+                    self.summaries.update(_summary_texts(p if "payload" in o else o))
+        # Bare items are the legacy layout; in a file of envelopes, a line without a payload
+        # is damaged or unknown, never a response item that would enter the conversation.
+        enveloped = any(isinstance(o, dict) and "payload" in o for o in self.values)
         for n, o in enumerate(self.values, 1):
             if o is None or not isinstance(o, dict):
                 continue
-            if "payload" in o and "type" in o:
-                self.line(n, o.get("type"), o.get("payload"), o)
-            else:
-                self.legacy(n, o)
+            try:
+                if "payload" in o and "type" in o:
+                    self.line(n, o.get("type"), o.get("payload"), o)
+                elif enveloped:
+                    self.stray(n, o)
+                else:
+                    self.legacy(n, o)
+            except Exception as exc:  # one line that cannot be converted never costs the others
+                self.tally.mark(n, D.DAMAGED, f"could not be converted ({exc!r})")
         self.flush()
         self.fill_turn(None)
         return [op for op in self.ops if op is not None]
@@ -113,6 +133,13 @@ class _Run:
             self.tally.mark(n, D.STATE, "world_state: environment state behind context items")
         else:
             self.tally.mark(n, D.UNKNOWN, f"line type {t!r} is unknown to this importer")
+
+    def stray(self, n: int, o: dict[str, Any]) -> None:
+        t = o.get("type")
+        if t in _ENVELOPES:
+            self.tally.mark(n, D.DAMAGED, f"{t} line without its payload")
+        else:
+            self.tally.mark(n, D.UNKNOWN, f"line type {t!r} without a payload is unknown")
 
     def legacy(self, n: int, o: dict[str, Any]) -> None:
         if "record_type" in o:
@@ -145,8 +172,9 @@ class _Run:
         s.provider = _str(p.get("model_provider"))
         s.cwd = _str(p.get("cwd"))
         source = p.get("source")
-        if isinstance(source, dict):
-            spawn = (source.get("subagent") or {}).get("thread_spawn") or {}
+        sub = source.get("subagent") if isinstance(source, dict) else None
+        spawn = sub.get("thread_spawn") if isinstance(sub, dict) else None  # or "review"...
+        if isinstance(spawn, dict):
             s.parent = _str(spawn.get("parent_thread_id"))
         s.meta = {k: v for k, v in p.items() if k not in ("instructions", "base_instructions")}
         text = p.get("base_instructions") or p.get("instructions")
@@ -262,6 +290,11 @@ class _Run:
             self.note(
                 n, MetaUpdate(seq=0, ts=EPOCH, extra=_raw({KEY: p})), "meta_update", D.METADATA
             )
+        elif et == "agent_reasoning" and p.get("text") not in self.summaries:
+            # An interrupted turn's reasoning that no item holds: kept, outside the conversation
+            # (Codex never sends it back), rather than dropped as a mirror of nothing.
+            why = "event_msg/agent_reasoning: reasoning no item holds (never sent to the model)"
+            self.note(n, MetaUpdate(seq=0, ts=EPOCH, extra=_raw({KEY: p})), why, D.METADATA)
         elif et in MIRRORS:
             self.tally.mark(n, D.DUPLICATE, f"event_msg/{et}: {MIRRORS[et]}")
         else:
@@ -280,7 +313,8 @@ class _Run:
             usage = self.usage(info["last_token_usage"], None)
             rest = {k: v for k, v in info.items() if k != "last_token_usage"}
             usage = msgspec.structs.replace(usage, extra=_raw({KEY: rest}))
-            self.deferred.append(usage)
+            self.flush()
+            self.ops.append(usage)
             self.tally.mark(n, D.IMPORTED, "usage")
 
     def usage(self, u: dict[str, Any], rid: Any) -> Usage:
@@ -304,7 +338,10 @@ class _Run:
         )
 
     def note(self, n: int, op: Op, what: str, how: Disposition = D.IMPORTED) -> None:
-        (self.deferred if self.items else self.ops).append(op)
+        # The items before an event are flushed first: the event stays where it was in the
+        # file, so a file that grew converts to what it converted to before, and more (ADR 0128).
+        self.flush()
+        self.ops.append(op)
         self.tally.mark(n, how, what)
 
     # --- the conversation -------------------------------------------------------------------
@@ -324,7 +361,7 @@ class _Run:
         made: list[Message] | tuple[Message, ...]
         try:
             made = self.convert([p for _, p in batch])
-        except ProviderError:
+        except Exception:  # each item alone, so that only the bad ones are left out
             made = self.one_by_one(batch)
         else:
             for n, p in batch:
@@ -352,6 +389,10 @@ class _Run:
                 out.extend(self.convert([p]))
             except ProviderError as exc:
                 self.tally.mark(n, D.DAMAGED, f"a response item the Responses shape refuses: {exc}")
+            except Exception as exc:  # never one item's fault for the whole file
+                self.tally.mark(
+                    n, D.DAMAGED, f"a response item that could not be converted ({exc!r})"
+                )
             else:
                 self.tally.mark(
                     n, D.IMPORTED, "reasoning" if p.get("type") == "reasoning" else "message"
@@ -367,6 +408,14 @@ class _Run:
         if any(is_placeholder(r.encrypted) for r in m.reasoning):
             m = msgspec.structs.replace(m, reasoning=tuple(unplace(r) for r in m.reasoning))
         return m
+
+
+def _summary_texts(item: Any) -> list[str]:
+    if not isinstance(item, dict) or item.get("type") != "reasoning":
+        return []
+    parts = item.get("summary")
+    found = [s.get("text") for s in parts if isinstance(s, dict)] if isinstance(parts, list) else []
+    return [text for text in found if isinstance(text, str)]
 
 
 def _target(item: dict[str, Any]) -> str:

@@ -10,8 +10,18 @@ from typing import Any
 from ledger.importers._plan import Plan, RootIndex, Written, write_plan
 from ledger.importers._report import Disposition, FileReport, Tally
 from ledger.importers._source import Source, read_source
+from ledger.naming import RolloutNameError, validate_session_id
 
-__all__ = ["Progress", "Sources", "discover", "failed", "mark_unreadable", "report", "write_all"]
+__all__ = [
+    "Progress",
+    "Sources",
+    "discover",
+    "failed",
+    "mark_unreadable",
+    "report",
+    "usable_id",
+    "write_all",
+]
 
 Progress = Callable[[Path, int], None]
 """Called after each source file with its path and size (a progress bar's step)."""
@@ -32,6 +42,15 @@ def discover(source: Sources) -> list[Path]:
         else:
             out.append(p)
     return out
+
+
+def usable_id(found: str | None) -> str | None:
+    """The session id a source names, or ``None`` when it cannot name a rollout (an empty one):
+    the file's own name stands in, as it does when no line names the session."""
+    try:
+        return validate_session_id(found) if found is not None else None
+    except RolloutNameError:
+        return None
 
 
 def mark_unreadable(src: Source, tally: Tally) -> list[int]:

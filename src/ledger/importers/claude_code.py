@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from ledger.importers._claude_lines import ClaudeSession, convert_lines
+from ledger.importers._claude_path import link_fault
 from ledger.importers._plan import Plan, RootIndex
 from ledger.importers._report import Disposition, FileReport, ImportReport, Tally
 from ledger.importers._run import (
@@ -27,6 +28,7 @@ from ledger.importers._run import (
     mark_unreadable,
     provenance,
     report,
+    usable_id,
     write_all,
 )
 from ledger.importers._source import Source
@@ -73,6 +75,8 @@ def import_sessions(
 
 def _is_subagent_file(path: Path) -> bool:
     """Whether the first conversation line of a file is a sidechain's (a subagent file)."""
+    if not path.is_file():  # a FIFO or a device: reported by the import, never opened here
+        return False
     try:
         with open(path, "rb") as f:
             for _, raw in zip(range(50), f, strict=False):
@@ -92,16 +96,18 @@ def _convert(
 ) -> FileReport:
     main: list[int] = []
     side: dict[str, list[int]] = {}
+    chains = _Sidechains(src.values)
     for n in mark_unreadable(src, tally):
         o = src.values[n - 1]
-        if o.get("isSidechain") and not sub:
-            side.setdefault(_sidechain_key(o, src.values), []).append(n)
+        if fault := link_fault(o):
+            tally.mark(n, Disposition.DAMAGED, f"a line that cannot be placed ({fault})")
+        elif o.get("isSidechain") and not sub:
+            side.setdefault(chains.key(o), []).append(n)
         else:
             main.append(n)
     session = ClaudeSession()
     ops = convert_lines(src.values, main, tally, session)
-    if session.session_id is None:
-        session.session_id = src.path.stem
+    session.session_id = usable_id(session.session_id) or src.path.stem
     plans: list[Plan] = []
     parent: str | None = None
     delegation: str | None = None
@@ -140,18 +146,36 @@ def _convert(
     )
 
 
-def _sidechain_key(o: dict[str, Any], values: tuple[Any, ...]) -> str:
-    """Which inline sidechain a line belongs to: its agent id, or the root of its chain."""
-    if isinstance(o.get("agentId"), str):
-        return str(o["agentId"])
-    by_uuid = {v.get("uuid"): v for v in values if isinstance(v, dict) and v.get("isSidechain")}
-    cur, seen = o, set()
-    while isinstance(cur.get("parentUuid"), str) and cur["parentUuid"] in by_uuid:
-        if cur["parentUuid"] in seen:
-            break
-        seen.add(cur["parentUuid"])
-        cur = by_uuid[cur["parentUuid"]]
-    return f"sidechain-{str(cur.get('uuid', 'x'))[:8]}"
+class _Sidechains:
+    """Which inline sidechain a line belongs to: its agent id, or the root of its chain.
+
+    The uuid map is built once and every root found is remembered for the lines walked to it,
+    so that a file of long sidechains is read in linear time, not in the square of its lines.
+    """
+
+    def __init__(self, values: tuple[Any, ...]) -> None:
+        self.by_uuid = {
+            v.get("uuid"): v
+            for v in values
+            if isinstance(v, dict) and v.get("isSidechain") and isinstance(v.get("uuid"), str)
+        }
+        self.roots: dict[str, str] = {}
+
+    def key(self, o: dict[str, Any]) -> str:
+        if isinstance(o.get("agentId"), str):
+            return str(o["agentId"])
+        cur, walked = o, set()
+        while isinstance(cur.get("uuid"), str) and cur["uuid"] not in self.roots:
+            walked.add(cur["uuid"])
+            parent = cur.get("parentUuid")
+            if not isinstance(parent, str) or parent not in self.by_uuid or parent in walked:
+                break
+            cur = self.by_uuid[parent]
+        uuid = cur.get("uuid")
+        found = self.roots.get(uuid) if isinstance(uuid, str) else None
+        root = found or f"sidechain-{str(cur.get('uuid', 'x'))[:8]}"
+        self.roots.update(dict.fromkeys(walked, root))
+        return root
 
 
 def _match_task(ops: list[Any], parent: ClaudeSession) -> tuple[str | None, str | None]:

@@ -24,6 +24,7 @@ from ledger.importers._run import (
     mark_unreadable,
     provenance,
     report,
+    usable_id,
     write_all,
 )
 from ledger.importers._source import Source
@@ -65,7 +66,7 @@ def _convert(src: Source, tally: Tally, *, index: RootIndex, dry_run: bool) -> F
     mark_unreadable(src, tally)
     s = CodexSession()
     ops = convert_codex(src.values, tally, s)
-    sid = s.session_id or src.path.stem
+    sid = usable_id(s.session_id) or src.path.stem
     meta: dict[str, Any] = {"provider": "openai", "codex": s.meta}
     if s.model:
         meta["model"] = s.model

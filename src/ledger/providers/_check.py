@@ -8,13 +8,16 @@ raised as one :class:`ProviderError` naming the path from the payload's root (AD
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import msgspec
 
 from ledger.providers._errors import ProviderError
+from ledger.validation import InvalidFieldError
 
-__all__ = ["check", "fail", "words"]
+__all__ = ["check", "fail", "located", "words"]
 
 _EXPECTED = re.compile(
     r"^Expected `(?P<want>[^`]+)`, got `(?P<got>[^`]+)`(?: - at `\$(?P<at>.*)`)?$"
@@ -67,3 +70,21 @@ def _translate(message: str, path: str) -> ProviderError:
     assert m is not None  # the pattern matches any text
     what = m["what"][:1].lower() + m["what"][1:]
     return ProviderError(_join(path, m["at"]), f"a documented value ({what})")
+
+
+@contextmanager
+def located(path: str) -> Iterator[None]:
+    """Refusals met while converting the object at ``path`` raised as :class:`ProviderError`.
+
+    A value of the documented shape that a ledger type still refuses (a lone surrogate in a
+    signature) or nesting deeper than Python can walk would otherwise escape as another
+    exception without the path of the fault.
+    """
+    try:
+        yield
+    except InvalidFieldError as exc:
+        raise ProviderError(path or "request", f"a value the ledger can hold ({exc})") from None
+    except RecursionError:
+        raise ProviderError(
+            path or "request", "JSON nested less deeply (Python's recursion limit was reached)"
+        ) from None

@@ -115,7 +115,7 @@ class ChatMessage(Struct):
     role: Literal["system", "developer", "user", "assistant", "tool"]
     content: str | list[Obj] | UnsetType | None = UNSET
     name: str | UnsetType = UNSET
-    tool_calls: list[Obj] | UnsetType = UNSET
+    tool_calls: list[Obj] | UnsetType | None = UNSET  # null: the OpenAI SDK's model_dump()
     tool_call_id: str | UnsetType = UNSET
     reasoning_content: str | UnsetType | None = UNSET
     reasoning: str | UnsetType | None = UNSET

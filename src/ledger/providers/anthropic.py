@@ -34,7 +34,7 @@ from ledger.providers._anthropic_build import (
     thinking_block,
     use_block,
 )
-from ledger.providers._check import check
+from ledger.providers._check import check, located
 from ledger.providers._common import (
     Outbox,
     args_object,
@@ -76,10 +76,11 @@ def to_ledger(
     for i, msg in enumerate(request["messages"]):
         path = at("messages", i)
         check(msg, s.AnthropicMessage, path)
-        if msg["role"] == "assistant":
-            out.append(_assistant(msg, path, origin))
-        else:
-            out.extend(_user(msg, path, after_tool=bool(out) and out[-1].role is Role.TOOL))
+        with located(path):
+            if msg["role"] == "assistant":
+                out.append(_assistant(msg, path, origin))
+            else:
+                out.extend(_user(msg, path, after_tool=bool(out) and out[-1].role is Role.TOOL))
     return tuple(out)
 
 
@@ -88,7 +89,8 @@ def response_to_ledger(response: Mapping[str, Any], *, endpoint: str | None = No
     check(response, s.AnthropicMessage, "")
     model = response.get("model") if isinstance(response.get("model"), str) else None
     origin = target(model, endpoint).origin()
-    message = _assistant({"role": "assistant", "content": response["content"]}, "", origin)
+    with located("content"):
+        message = _assistant({"role": "assistant", "content": response["content"]}, "", origin)
     meta = {k: v for k, v in response.items() if k not in ("role", "content")}
     residue = read_extra(message.extra, SHAPE) | ({"r": meta} if meta else {})
     item_id = response.get("id") if isinstance(response.get("id"), str) else None

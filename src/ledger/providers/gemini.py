@@ -29,7 +29,7 @@ from ledger.messages import (
     ToolCall,
 )
 from ledger.providers import _shapes as s
-from ledger.providers._check import check, fail
+from ledger.providers._check import check, fail, located
 from ledger.providers._common import (
     Outbox,
     args_object,
@@ -88,15 +88,15 @@ def to_ledger(
     for i, content in enumerate(request["contents"]):
         path = at("contents", i)
         check(content, s.GeminiContent, path)
-        if content.get("role") == "model":
-            message = _model(content, path, origin, f"{i}")
-            calls = list(message.tool_calls)
-            out.append(message)
-        else:
-            out.extend(
-                _user(content, path, calls, after_tool=bool(out) and out[-1].role is Role.TOOL)
-            )
-            calls = []
+        with located(path):
+            if content.get("role") == "model":
+                message = _model(content, path, origin, f"{i}")
+                calls = list(message.tool_calls)
+                out.append(message)
+            else:
+                after = bool(out) and out[-1].role is Role.TOOL
+                out.extend(_user(content, path, calls, after_tool=after))
+                calls = []
     return tuple(out)
 
 
@@ -116,7 +116,8 @@ def response_to_ledger(response: Mapping[str, Any], *, endpoint: str | None = No
         if isinstance(rid, str)
         else hashlib.blake2b(dumps(content).encode(), digest_size=8).hexdigest()
     )
-    message = _model(content, "candidates[0].content", origin, mint)
+    with located("candidates[0].content"):
+        message = _model(content, "candidates[0].content", origin, mint)
     meta = {k: v for k, v in response.items() if k != "candidates"}
     meta["candidate"] = {k: v for k, v in candidates[0].items() if k != "content"}
     residue = read_extra(message.extra, SHAPE) | {"r": meta}

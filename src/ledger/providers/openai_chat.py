@@ -26,7 +26,7 @@ from ledger.messages import (
     ToolCall,
 )
 from ledger.providers import _shapes as s
-from ledger.providers._check import check, fail
+from ledger.providers._check import check, fail, located
 from ledger.providers._common import Outbox, at, extras_of, opaque, opaque_value, with_residue
 from ledger.providers._conversion import Conversion, Target, warn_left_out
 from ledger.providers.residue import Residue, apply, diff, read_extra, with_extra
@@ -90,16 +90,24 @@ def response_to_ledger(
 
 
 def _message(msg: Any, path: str, goal: Target) -> Message:
+    with located(path):
+        return _checked_message(msg, path, goal)
+
+
+def _checked_message(msg: Any, path: str, goal: Target) -> Message:
     shape = check(msg, s.ChatMessage, path)
     content = msg.get("content")
     if isinstance(content, list):
         content = tuple(_part(p, at(at(path, "content"), j)) for j, p in enumerate(content))
-    origin = goal.origin() if shape.role == "assistant" else None
+    assistant = shape.role == "assistant"
+    origin = goal.origin() if assistant else None
+    # Only the model reasons: these fields on another role are kept verbatim, never typed.
+    fields = _FIELDS if assistant else ()
     reasoning = tuple(
-        Reasoning(text=msg[f], origin=origin, extra=_field_extra(f)) for f in _FIELDS if f in msg
+        Reasoning(text=msg[f], origin=origin, extra=_field_extra(f)) for f in fields if f in msg
     )
     calls = tuple(
-        _call(c, at(at(path, "tool_calls"), j)) for j, c in enumerate(msg.get("tool_calls", ()))
+        _call(c, at(at(path, "tool_calls"), j)) for j, c in enumerate(msg.get("tool_calls") or ())
     )
     bare = Message(
         role=Role(shape.role),
@@ -110,7 +118,10 @@ def _message(msg: Any, path: str, goal: Target) -> Message:
         name=msg.get("name"),
         origin=origin,
     )
-    typed = ("role", "content", "tool_calls", "tool_call_id", "name", *_FIELDS)
+    # A tool message's name (sent by Mistral, vLLM, LangChain) has no Chat home in the rebuild:
+    # it is kept verbatim, and typed as the message's name for the other shapes.
+    named = ("name",) if shape.role != "tool" else ()
+    typed = ("role", "content", "tool_calls", "tool_call_id", *named, *fields)
     residue = diff(msg, _message_out(bare, goal, Outbox(SHAPE), 0), typed=typed)
     return msgspec.structs.replace(bare, extra=with_extra(residue, SHAPE, path))
 

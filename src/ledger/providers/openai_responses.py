@@ -28,7 +28,7 @@ from ledger.messages import (
     ToolCall,
 )
 from ledger.providers import _shapes as s
-from ledger.providers._check import check
+from ledger.providers._check import check, located
 from ledger.providers._common import Outbox, at, extras_of, opaque, with_residue
 from ledger.providers._conversion import Conversion, Target, warn_left_out
 from ledger.providers._responses_build import (
@@ -45,7 +45,7 @@ from ledger.providers.residue import Residue, apply, diff, read_extra, with_extr
 
 __all__ = ["SHAPE", "export", "from_ledger", "response_to_ledger", "target", "to_ledger"]
 
-_REASONING_TYPED = ("id", "summary", "encrypted_content")
+_REASONING_TYPED = ("id", "summary", "summary.text", "encrypted_content")
 _TURN = frozenset({"reasoning", "function_call", "custom_tool_call"})
 _OUTPUT = frozenset({"function_call_output", "custom_tool_call_output"})
 _DATA_URL = re.compile(r"data:(?P<type>image/[^;,]+);base64,(?P<data>.*)", re.DOTALL)
@@ -80,12 +80,19 @@ def to_ledger(
             turn.append((j, item))
             continue
         if turn:
-            out.append(_turn(turn, "input", origin))
+            out.append(_located_turn(turn, "input", origin))
             turn = []
-        out.append(_output(item, path) if kind in _OUTPUT else _message(item, path))
+        with located(path):
+            out.append(_output(item, path) if kind in _OUTPUT else _message(item, path))
     if turn:
-        out.append(_turn(turn, "input", origin))
+        out.append(_located_turn(turn, "input", origin))
     return tuple(out)
+
+
+def _located_turn(items: list[tuple[int, Any]], root: str, origin: Origin) -> Message:
+    # A turn spans items: a refusal inside one is placed at the turn's first item.
+    with located(at(root, items[0][0])):
+        return _turn(items, root, origin)
 
 
 def response_to_ledger(response: Mapping[str, Any], *, endpoint: str | None = None) -> Message:
@@ -99,7 +106,7 @@ def response_to_ledger(response: Mapping[str, Any], *, endpoint: str | None = No
     origin = target(model if isinstance(model, str) else None, endpoint).origin()
     for j, item in enumerate(output):
         _kind(item, at("output", j))
-    message = _turn(list(enumerate(output)), "output", origin)
+    message = _located_turn(list(enumerate(output)), "output", origin)
     meta = {k: v for k, v in response.items() if k != "output"}
     residue = read_extra(message.extra, SHAPE) | {"r": meta}
     return msgspec.structs.replace(message, extra=with_extra(residue, SHAPE, "response"))
@@ -120,11 +127,11 @@ def _ext(residue: Residue, path: str = "") -> msgspec.Raw | msgspec.UnsetType:
     return with_extra({k: v for k, v in residue.items() if v}, SHAPE, path)
 
 
-def _parts(content: list[Any], path: str) -> tuple[ContentPart, ...]:
-    return tuple(_part(p, at(path, j)) for j, p in enumerate(content))
+def _parts(content: list[Any], path: str, assistant: bool) -> tuple[ContentPart, ...]:
+    return tuple(_part(p, at(path, j), assistant) for j, p in enumerate(content))
 
 
-def _part(part: Any, path: str) -> ContentPart:
+def _part(part: Any, path: str, assistant: bool) -> ContentPart:
     kind = check(part, s.Typed, path).type
     shape = s.RESPONSES_PARTS.get(kind)
     if shape is None:
@@ -132,7 +139,9 @@ def _part(part: Any, path: str) -> ContentPart:
     value = check(part, shape, path)
     if isinstance(value, s.Text):
         text = TextPart(text=value.text)
-        build = lambda p: part_out(p, kind == "output_text")  # noqa: E731
+        # Rebuilt as the message around it will build it: an ``output_text`` in a user message
+        # (or the reverse) keeps its type in the residue.
+        build = lambda p: part_out(p, assistant)  # noqa: E731
         return with_residue(text, part, build, SHAPE, path, ("text",))
     assert isinstance(value, s.InputImage)
     if not isinstance(value.image_url, str):
@@ -149,7 +158,9 @@ def _part(part: Any, path: str) -> ContentPart:
 
 def _content(item: Mapping[str, Any], path: str) -> str | tuple[ContentPart, ...]:
     content = item["content"]
-    return content if isinstance(content, str) else _parts(content, at(path, "content"))
+    if isinstance(content, str):
+        return content
+    return _parts(content, at(path, "content"), item.get("role") == "assistant")
 
 
 def _message(item: Any, path: str) -> Message:
@@ -162,7 +173,7 @@ def _message(item: Any, path: str) -> Message:
 def _output(item: Any, path: str) -> Message:
     check(item, s.FunctionCallOutput, path)
     output = item["output"]
-    content = output if isinstance(output, str) else _parts(output, at(path, "output"))
+    content = output if isinstance(output, str) else _parts(output, at(path, "output"), False)
     marker = {"v": "custom"} if item["type"] == "custom_tool_call_output" else {}
     bare = Message(
         role=Role.TOOL,
@@ -253,9 +264,8 @@ def _call(item: Any, kind: str, path: str) -> ToolCall:
     marker = {"v": "custom"} if custom else {}
     bare = ToolCall(id=shape.call_id, name=shape.name, arguments=text, item_id=item_id)
     bare = msgspec.structs.replace(bare, extra=_ext(marker))
-    residue = marker | diff(
-        item, call_out(bare), typed=("call_id", "name", "id", "arguments", "input")
-    )
+    typed = ("call_id", "name", "id", "input" if custom else "arguments")
+    residue = marker | diff(item, call_out(bare), typed=typed)
     return msgspec.structs.replace(bare, extra=_ext(residue, path))
 
 
@@ -308,9 +318,12 @@ def _turn_out(m: Message, res: Residue, goal: Target, box: Outbox, i: int) -> li
             box.leave(i, "reasoning", why)
         reasoning.append(built)
     # Without its reasoning item, an item sent with its id is refused: send none of the ids.
-    keep_ids = all(r is not None for r in reasoning)
+    # Ids minted by another provider or endpoint (an Anthropic message id) are not ours either.
+    ours = m.origin is None or goal.accepts(m.origin)
+    keep_ids = ours and all(r is not None for r in reasoning)
     if not keep_ids and (m.item_id or any(c.item_id for c in m.tool_calls)):
-        box.leave(i, "item ids", "their reasoning items could not be sent")
+        why = "their reasoning items could not be sent" if ours else goal.why_not(m.origin)
+        box.leave(i, "item ids", why)
     calls = [call_out(c, keep_ids) for c in m.tool_calls]
     for c in m.tool_calls:
         if c.signature is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgspec
 
@@ -32,7 +32,11 @@ __all__ = [
 
 Residue = dict[str, Any]
 """``x``: keys kept verbatim; ``a``: keys the rebuild adds that were absent; ``n``: residues
-of nested objects; ``k``: the original key order, when the rebuild would give another."""
+of nested objects; ``l``: residues of the objects of a list, one per element, when the rebuild
+gives a list of as many objects; ``k``: the original key order, when the rebuild would give
+another."""
+
+_EMPTY: tuple[Any, ...] = (None, [], {})  # a typed key holding one of these holds no data
 
 
 def dumps(value: Any) -> str:
@@ -41,18 +45,31 @@ def dumps(value: Any) -> str:
 
 
 def same(a: Any, b: Any) -> bool:
-    """Equal as JSON text: key order, ``1`` against ``1.0`` and ``true`` against ``1`` count."""
-    if a is b:
-        return True
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same(v, b[k]) for k, v in a.items())
-    if isinstance(a, list):
-        return len(a) == len(b) and all(map(same, a, b))
-    if isinstance(a, float):
-        return repr(a) == repr(b)  # 0.0 and -0.0 are equal numbers but different text
-    return bool(a == b)
+    """Equal as JSON text: key order, ``1`` against ``1.0`` and ``true`` against ``1`` count.
+
+    Walked with a stack, not by recursion: a tool input nested hundreds deep is valid JSON.
+    """
+    pending = [(a, b)]
+    while pending:
+        a, b = pending.pop()
+        if a is b:
+            continue
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, dict):
+            if list(a) != list(b):
+                return False
+            pending.extend((v, b[k]) for k, v in a.items())
+        elif isinstance(a, list):
+            if len(a) != len(b):
+                return False
+            pending.extend(zip(a, b, strict=True))
+        elif isinstance(a, float):
+            if repr(a) != repr(b):  # 0.0 and -0.0 are equal numbers but different text
+                return False
+        elif a != b:
+            return False
+    return True
 
 
 def diff(
@@ -63,20 +80,31 @@ def diff(
     ``typed`` names the keys the ledger types hold (``"function.arguments"`` for a nested
     one): a value there that the rebuild did not reproduce is a bug of the adapter (its
     rebuild lost data), never something to paper over with a verbatim copy. The residue keeps
-    only the spelling there (key order inside, ``null`` against absent), never another value.
+    only the spelling there (key order inside, keys the types do not hold inside the objects
+    of a list, ``null`` or an empty list against absent), never another value.
     """
     residue: Residue = {}
     kept: dict[str, Any] = {}
     nested: dict[str, Residue] = {}
+    lists: dict[str, list[Residue]] = {}
     for key, value in original.items():
         if key in built and same(built[key], value):
             continue
         other = built.get(key)
+        inner = tuple(t.partition(".")[2] for t in typed if t.startswith(key + "."))
         if isinstance(value, dict) and isinstance(other, dict):
-            inner = tuple(t.partition(".")[2] for t in typed if t.startswith(key + "."))
             nested[key] = diff(value, other, typed=inner)
             continue
-        if key in typed and value is not None and other != value:
+        # A typed list is held element by element only where its elements' typed keys are named.
+        if (
+            _objects(value)
+            and _objects(other)
+            and len(value) == len(other)
+            and (key not in typed or inner)
+        ):
+            lists[key] = [diff(v, o, typed=inner) for v, o in zip(value, other, strict=True)]
+            continue
+        if key in typed and not any(value is e or value == e for e in _EMPTY):
             raise RuntimeError(f"adapter rebuilt {key!r} as {other!r}, not {value!r}")
         kept[key] = value
     absent = [key for key in built if key not in original]
@@ -86,6 +114,8 @@ def diff(
         residue["a"] = absent
     if nested:
         residue["n"] = nested
+    if lists:
+        residue["l"] = lists
     if list(apply(built, residue)) != list(original):
         residue["k"] = list(original)
     return residue
@@ -101,11 +131,20 @@ def apply(built: Mapping[str, Any], residue: Residue | None) -> dict[str, Any]:
     for key, sub in residue.get("n", {}).items():
         if isinstance(out.get(key), dict):
             out[key] = apply(out[key], sub)
+    for key, subs in residue.get("l", {}).items():
+        held = out.get(key)
+        if _objects(held) and len(held) == len(subs):
+            out[key] = [apply(v, sub) for v, sub in zip(held, subs, strict=True)]
     out.update(residue.get("x", {}))
     order = residue.get("k")
     if order is not None:
         out = {key: out[key] for key in order if key in out} | out
     return out
+
+
+def _objects(value: Any) -> TypeGuard[list[dict[str, Any]]]:
+    """A non-empty list of objects (whose differences a list residue can hold)."""
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
 def read_extra(extra: msgspec.Raw | msgspec.UnsetType, shape: str) -> Residue:

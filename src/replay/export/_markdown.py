@@ -8,7 +8,8 @@ Hostile text must not become Markdown structure. Three forms carry it, and nothi
   as ``\\x0a``;
 - prose on one line, always after text of this module's own, with every character that can
   open inline structure backslash-escaped (code, emphasis, strikethrough, links, HTML, entities,
-  math, table cells, headings), line breaks written as ``\\x0a``.
+  math, table cells, headings, the autolinks of GitHub-flavoured Markdown), line breaks written
+  as ``\\x0a``.
 
 Before any of these, :func:`~replay.export._page.visible` writes control characters as escapes.
 The ``<details>`` around reasoning is raw HTML whose only text is HTML-escaped.
@@ -36,6 +37,9 @@ __all__ = ["code_block", "code_span", "prose", "render_markdown"]
 
 _BACKTICKS: Final = re.compile(r"`+")
 _INLINE_SYNTAX: Final = re.compile(r"[\\`*_\[\]<>&~$|#]")
+# GitHub's and GitLab's autolinks start at "www.", at the "://" after a scheme and around an
+# email's "@": with the dot, the colon or the "@" escaped, no bare URL becomes a link.
+_AUTOLINK: Final = re.compile(r"(?i)(?<=www)\.|:(?=//)|@")
 _EDGE_SPACE: Final = re.compile(r"^\s+|\s+$")
 
 
@@ -50,6 +54,7 @@ def _one_line(text: str) -> str:
 def prose(text: str) -> str:
     """Text on one line that Markdown shows as it is, for a place that is not a line's start."""
     body = _INLINE_SYNTAX.sub(lambda m: "\\" + m[0], _one_line(text))
+    body = _AUTOLINK.sub(lambda m: "\\" + m[0], body)
     # Whitespace at either end would be trimmed away with the line's; a reference keeps it.
     return _EDGE_SPACE.sub(lambda m: "".join(f"&#{ord(c)};" for c in m[0]), body)
 
