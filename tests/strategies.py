@@ -1275,3 +1275,34 @@ def history_programs(draw: st.DrawFn, max_ops: int = 14) -> list[HistoryOp]:
             abandoned.append((to, next_seq))
             next_seq += 1
     return ops
+
+
+# --- import speed: source lines as tools (and damage) write them ---------------------------------
+# Lines of a source file for the importers' reader (tests/test_import_speed.py): JSON values with
+# and without whitespace around them, BOMs, blank and whitespace-only lines, vertical tabs and form
+# feeds (whitespace to bytes.strip, not to JSON), bytes that are not UTF-8, cut lines, and deep
+# nesting.
+
+_source_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+).map(lambda v: json.dumps(v).encode())
+_BOM_BYTES = b"\xef\xbb\xbf"
+_source_pad = st.sampled_from([b"", b" ", b"\t", b"\r", b" \r", b"\x0b", b"\x0c", _BOM_BYTES])
+_source_line_body = st.one_of(
+    _source_json,
+    _source_json.map(lambda b: b[: max(0, len(b) - 1)]),
+    st.just(b"[" * 3000 + b"]" * 3000),
+    st.binary(max_size=6).filter(lambda b: b"\n" not in b),
+    st.sampled_from([b"", b"\xff\xfe", b'{"a": "\xc3"}', b"1 2", b"{}{}"]),
+)
+source_lines = st.lists(
+    st.one_of(
+        st.sampled_from([b"", b" ", b"\r", _BOM_BYTES, _BOM_BYTES + b" {}", b" " + _BOM_BYTES]),
+        st.tuples(_source_pad, _source_line_body, _source_pad).map(lambda t: b"".join(t)),
+    ),
+    max_size=8,
+)

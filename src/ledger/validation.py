@@ -225,7 +225,20 @@ def _compile_union(args: tuple[Any, ...]) -> tuple[Check, str]:
     return check_union, names
 
 
+_kinds: dict[Any, str] = {}
+
+
 def _kind(tp: Any) -> str:
+    # Remembered: every union field of every value built asks it of its value's type.
+    kind = _kinds.get(tp)
+    if kind is None:
+        if len(_kinds) > 512:  # types made on the fly must not pile up
+            _kinds.clear()
+        kind = _kinds[tp] = _kind_of(tp)
+    return kind
+
+
+def _kind_of(tp: Any) -> str:
     if tp is msgspec.UnsetType:
         return "unset"
     if tp is msgspec.Raw:

@@ -59,9 +59,10 @@ class Tally:
     def counts(self) -> dict[str, dict[str, int]]:
         """Lines by disposition, then by detail (a record type or a reason)."""
         out: dict[str, Counter[str]] = {}
-        for fate in self.fates:
+        # Counted in one pass over the (few distinct) fates, not one step per line.
+        for fate, n in Counter(self.fates).items():
             if fate is not None:
-                out.setdefault(fate[0].value, Counter())[fate[1]] += 1
+                out.setdefault(fate[0].value, Counter())[fate[1]] += n
         return {k: dict(sorted(v.items())) for k, v in sorted(out.items())}
 
     def unaccounted(self) -> list[int]:

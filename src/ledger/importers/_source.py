@@ -56,6 +56,14 @@ def read_source(path: Path) -> Source:
     values: list[Any] = []
     problems: dict[int, str] = {}
     for n, raw in enumerate(pieces, 1):
+        if not raw.startswith(_BOM):
+            # JSON's own whitespace around a value changes nothing: most lines decode as they
+            # are, without a stripped copy; any other line takes the careful path below.
+            try:
+                values.append(_decode(raw))
+                continue
+            except (msgspec.DecodeError, RecursionError):
+                pass
         s = raw.strip()
         if s.startswith(_BOM):
             s = s[len(_BOM) :].strip()
