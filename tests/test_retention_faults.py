@@ -17,7 +17,7 @@ from ledger import Message, RolloutWriter, StopKind
 from ledger.digest import file_sha256
 from replay import list_sessions
 from replay.retention import prune, restore, trash_problems
-from replay.trash import TrashError, read_audit, trash_dir, trash_files
+from replay.trash import read_audit, trash_dir, trash_files
 
 CHILD = Path(__file__).with_name("prune_child.py")
 N = 5
@@ -100,8 +100,8 @@ def test_a_trash_on_another_file_system_gets_checked_copies(
 def test_a_copy_that_does_not_match_leaves_the_original(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A copy whose bytes differ from the logged sha256 is removed and the original kept; the
-    next run (on one file system) finishes the prune."""
+    """A copy whose bytes differ from the logged sha256 is removed, the original kept and the
+    session reported failed, its prune cancelled in the log; the next run prunes it."""
     shas = _sessions(tmp_path, 1)
     real_rename = os.rename
 
@@ -118,13 +118,17 @@ def test_a_copy_that_does_not_match_leaves_the_original(
     with monkeypatch.context() as patch:
         patch.setattr(os, "rename", rename)
         patch.setattr("replay.trash.file_sha256", bad_copy)
-        with pytest.raises(TrashError, match="does not match its logged sha256"):
-            prune(tmp_path, older_than=timedelta(0))
+        plan = prune(tmp_path, older_than=timedelta(0))
+    (failed,) = plan.failed
+    assert plan.pruned == ()
+    assert "does not match its logged sha256" in (failed.held or "")
     (name,) = shas
     assert (tmp_path / name).is_file()
     assert not any(trash_files(tmp_path).iterdir())
+    assert [e.action for e in read_audit(tmp_path)[0]] == ["prune", "cancel"]
     prune(tmp_path, older_than=timedelta(0))
-    _check_all_pruned(tmp_path, shas)
+    assert (trash_files(tmp_path) / name).is_file()
+    assert trash_problems(tmp_path) == []
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ so that the audit log and the trash agree (:func:`trash_problems`).
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 from collections.abc import Collection, Sequence
@@ -21,17 +20,22 @@ from pathlib import Path
 import attrs
 
 from ledger.locking import writer_active
+from replay.emptying import empty_trash
 from replay.lookup import find_session
-from replay.recovery import actions, recover, trash_problems
-from replay.sessions import SessionEntry, iter_rollout_paths, list_sessions
+from replay.recovery import actions, cancel_action, recover, trash_problems
+from replay.sessions import SessionEntry, list_sessions
 from replay.trash import (
     AuditEntry,
+    FileHeldError,
     TrashError,
     append_audit,
-    file_hash,
+    command_text,
+    fd_hash,
+    held_file,
     move_file,
     now,
     relative_to_root,
+    same_file,
     trash_files,
     trash_lock,
 )
@@ -60,10 +64,13 @@ class Selection:
 
 @attrs.frozen
 class PrunePlan:
-    """What a prune does: the sessions it moves to the trash, and those it keeps, with why."""
+    """What a prune does: the sessions it moves to the trash, and those it keeps, with why;
+    ``failed`` are those it meant to move and could not (left in place, the reason in
+    ``held``: no space in the trash, no permission)."""
 
     pruned: tuple[Selection, ...] = ()
     held: tuple[Selection, ...] = ()
+    failed: tuple[Selection, ...] = ()
 
 
 def stop_label(e: SessionEntry) -> str:
@@ -120,6 +127,14 @@ def plan_prune(
                 continue
             reasons.append(f"stopped {label}")
         chosen[path] = Selection(e, ", ".join(reasons))
+    missing = wanted - {p.resolve() for p in chosen}
+    if missing:
+        raise TrashError(
+            errno.ENOENT,
+            f"{sorted(missing)[0]} is not a session under {root} (`rollout ls` lists them); "
+            "nothing was pruned",
+            os.fspath(sorted(missing)[0]),
+        )
     held: dict[Path, Selection] = {}
     for path, sel in list(chosen.items()):
         if writer_active(path):
@@ -192,20 +207,45 @@ def prune(
     with trash_lock(base):
         recover(base, command)
         plan = plan_prune(base, older_than=older_than, stop_kinds=stop_kinds, named=named)
+        pruned, held, failed = [], list(plan.held), []
         for sel in plan.pruned:
-            _prune_one(base, sel, command)
-    return plan
+            try:
+                _prune_one(base, sel, command)
+            except FileHeldError as exc:
+                held.append(attrs.evolve(sel, held=exc.strerror))
+            except FileNotFoundError:
+                held.append(attrs.evolve(sel, held="it is gone since it was listed"))
+            except TrashError as exc:
+                failed.append(attrs.evolve(sel, held=exc.strerror))
+            else:
+                pruned.append(sel)
+    return PrunePlan(pruned=tuple(pruned), held=tuple(held), failed=tuple(failed))
 
 
 def _prune_one(root: Path, sel: Selection, command: Sequence[str]) -> None:
+    """Log and move one session, holding its file all along (a session resumed since the plan
+    is left alone); raises :class:`FileHeldError` when it is left for now, and
+    :class:`TrashError` when the move failed (the original left in place, a cancel logged)."""
     src = sel.entry.path
     assert isinstance(src, Path)  # plan_prune chose local files only
     rel = relative_to_root(src, root)
     dst = trash_files(root) / rel
-    sha, size = file_hash(src)
-    append_audit(
-        root,
-        AuditEntry(
+    if not _utf8(rel):
+        raise FileHeldError(
+            errno.EILSEQ,
+            "its path is not valid UTF-8, which the audit log cannot record: rename it",
+            os.fspath(src),
+        )
+    if os.path.lexists(dst):
+        raise FileHeldError(
+            errno.EEXIST,
+            f"the trash already holds a session pruned from {rel}: restore it, or empty the "
+            "trash of it, first",
+            os.fspath(src),
+        )
+    with held_file(src) as fd:
+        sha, size = fd_hash(fd)
+        line = AuditEntry(
             action="prune",
             at=now(),
             path=rel,
@@ -214,10 +254,29 @@ def _prune_one(root: Path, sel: Selection, command: Sequence[str]) -> None:
             digest=sha,
             size=size,
             why=sel.why,
-            command=tuple(command),
-        ),
-    )
-    move_file(src, dst, sha)
+            command=command_text(tuple(command)),
+        )
+        append_audit(root, line)
+        try:
+            if not same_file(src, fd):
+                raise OSError(errno.ESTALE, "the path names another file now")
+            move_file(src, dst, sha)
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+            cancel_action(root, line, f"prune not carried out: {why}; left in place", command)
+            raise TrashError(
+                exc.errno or errno.EIO,
+                f"could not move it to the trash ({why}); it is left in place",
+                os.fspath(src),
+            ) from None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def restore(
@@ -243,74 +302,29 @@ def restore(
                 f"cannot restore {inside}: {rel} exists again; move it away first",
                 os.fspath(target),
             )
-        sha, size = file_hash(found)
-        append_audit(
-            base,
-            AuditEntry(
-                action="restore",
-                at=now(),
-                path=rel,
-                trash_path=inside,
-                session_id=pruned.session_id if pruned else None,
-                digest=sha,
-                size=size,
-                why="restored on request",
-                command=tuple(command),
-            ),
-        )
-        move_file(found, target, sha)
-    return target
-
-
-def empty_trash(
-    root: str | os.PathLike[str],
-    *,
-    older_than: timedelta,
-    command: Sequence[str] = (),
-    dry_run: bool = False,
-    at: datetime | None = None,
-) -> list[tuple[Path, str]]:
-    """Delete from the trash the sessions pruned longer than ``older_than`` ago, each after its
-    audit line; return ``(file, why)`` for each. The only deletion retention does."""
-    base = Path(root)
-    lock = contextlib.nullcontext() if dry_run else trash_lock(base)
-    out: list[tuple[Path, str]] = []
-    with lock:
-        if not dry_run:
-            recover(base, command)
-        last = actions(base)[1]
-        when = at or now()
-        for path in sorted(iter_rollout_paths(trash_files(base))):
-            inside = relative_to_root(path, base)
-            entry = last.get(inside)
-            since = entry.at if entry is not None and entry.action == "prune" else None
-            age = (when - since) if since is not None else None
-            if age is not None and age < older_than:
-                continue
-            why = (
-                f"in the trash for {_age(age.total_seconds())}"
-                if age is not None
-                else "in the trash without a prune on record"
-            )
-            out.append((path, why))
-            if dry_run:
-                continue
-            sha, size = file_hash(path)
+        with held_file(found) as fd:
+            sha, size = fd_hash(fd)
+            if pruned is not None and pruned.digest is not None and sha != pruned.digest:
+                raise TrashError(
+                    errno.EIO,
+                    f"{inside} is not what was pruned: its sha256 is {sha}, the audit log "
+                    f"recorded {pruned.digest} when it was pruned; it changed in the trash. "
+                    "Nothing was restored: copy it out by hand if it is wanted as it is",
+                    os.fspath(found),
+                )
             append_audit(
                 base,
                 AuditEntry(
-                    action="delete",
+                    action="restore",
                     at=now(),
-                    path=entry.path
-                    if entry is not None
-                    else relative_to_root(path, trash_files(base)),
+                    path=rel,
                     trash_path=inside,
-                    session_id=entry.session_id if entry is not None else None,
+                    session_id=pruned.session_id if pruned else None,
                     digest=sha,
                     size=size,
-                    why=why,
-                    command=tuple(command),
+                    why="restored on request",
+                    command=command_text(tuple(command)),
                 ),
             )
-            path.unlink()
-    return out
+            move_file(found, target, sha)
+    return target

@@ -19,6 +19,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import stat
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,15 +33,21 @@ __all__ = [
     "AUDIT_NAME",
     "TRASH_DIR",
     "AuditEntry",
+    "FileHeldError",
     "TrashBusyError",
     "TrashError",
     "append_audit",
+    "command_text",
+    "fd_hash",
     "file_hash",
+    "held_file",
     "move_file",
     "now",
     "partial_of",
     "read_audit",
     "relative_to_root",
+    "safe_entry",
+    "same_file",
     "trash_dir",
     "trash_files",
     "trash_lock",
@@ -61,6 +68,11 @@ class TrashError(OSError):
 
 class TrashBusyError(TrashError):
     """Another prune, restore or emptying holds the root's trash."""
+
+
+class FileHeldError(TrashError):
+    """A file retention leaves alone for now: a writer has it open, or it is not a regular
+    file (a symbolic link, a FIFO); the message says which."""
 
 
 class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -148,10 +160,43 @@ def read_audit(root: str | os.PathLike[str]) -> tuple[list[AuditEntry], int]:
         if not line.strip():
             continue
         try:
-            entries.append(_decoder.decode(line))
+            entry = _decoder.decode(line)
         except msgspec.DecodeError:
             bad += 1
+            continue
+        if entry.at.tzinfo is None:
+            # A line without a zone (written by hand or by another tool): the log's times are
+            # UTC, and a naive time cannot be compared with the clock.
+            entry = msgspec.structs.replace(entry, at=entry.at.replace(tzinfo=UTC))
+        entries.append(entry)
     return entries, bad
+
+
+def safe_entry(e: AuditEntry) -> bool:
+    """Whether ``e`` names a file in the trash (``trash_path``) and one in the root outside it
+    (``path``), both relative and without ``..``: a line naming anything else (a log edited by
+    hand, or damaged) is never acted upon."""
+
+    def inside(text: str) -> tuple[str, ...] | None:
+        parts = tuple(text.split("/"))
+        if not text or text.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            return None
+        return parts
+
+    where, back = inside(e.trash_path), inside(e.path)
+    return (
+        where is not None
+        and back is not None
+        and where[:2] == (TRASH_DIR, _FILES)
+        and len(where) > 2
+        and back[0] != TRASH_DIR
+    )
+
+
+def command_text(argv: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The command line as the log can hold it: a byte that is not UTF-8 (a Latin-1 file name)
+    is written as ``\\xNN``."""
+    return tuple(os.fsencode(a).decode("utf-8", "backslashreplace") for a in argv)
 
 
 def append_audit(root: str | os.PathLike[str], entry: AuditEntry) -> None:
@@ -173,9 +218,64 @@ def append_audit(root: str | os.PathLike[str], entry: AuditEntry) -> None:
 
 
 def file_hash(path: Path) -> tuple[str, int]:
-    """The sha256 and size of the file at ``path``."""
-    with open(path, "rb") as f:
+    """The sha256 and size of the regular file at ``path`` (anything else, a FIFO or a
+    device, is refused with an ``OSError`` at once, never waited on)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+        return fd_hash(fd)
+    finally:
+        os.close(fd)
+
+
+def fd_hash(fd: int) -> tuple[str, int]:
+    """The sha256 and size of the whole file open as ``fd`` (its offset is not used)."""
+    with os.fdopen(os.dup(fd), "rb") as f:
+        f.seek(0)
         return file_sha256(f)
+
+
+@contextlib.contextmanager
+def held_file(path: Path) -> Iterator[int]:
+    """Open the regular file at ``path`` (not through a symbolic link) and hold it with a
+    shared ``flock`` while it is hashed, logged and moved or deleted: no writer can take the
+    session up meanwhile (a writer's exclusive lock waits on it, then reports it busy).
+
+    Raises :class:`FileHeldError` when a writer has it open or it is not a regular file.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise FileHeldError(
+            errno.ELOOP, "a symbolic link: retention moves the file itself", os.fspath(path)
+        ) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FileHeldError(
+                errno.EINVAL, "not a regular file (a FIFO, device or directory)", os.fspath(path)
+            )
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise FileHeldError(
+                errno.EBUSY, "a writer has it open: it is a live session", os.fspath(path)
+            ) from None
+        yield fd
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def same_file(path: Path, fd: int) -> bool:
+    """Whether ``path`` still names the very file open as ``fd``."""
+    try:
+        now_at = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (now_at.st_dev, now_at.st_ino) == (held.st_dev, held.st_ino)
 
 
 def move_file(src: Path, dst: Path, digest: str) -> None:

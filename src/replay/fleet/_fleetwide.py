@@ -72,7 +72,9 @@ def build_index(
     infos = list(scan.objects)
     current = read_index(store, scan.index_parts)
     index = None if rebuild else current
-    old_files = current.files if rebuild and current is not None else ()
+    # Every part listed before this run, also those that cannot be read (a damaged part would
+    # otherwise make the index ignored for good).
+    old_files = scan.index_parts if rebuild else ()
     todo = []
     for info in infos:
         row = index.rows.get(info.path) if index is not None else None

@@ -167,7 +167,10 @@ def _info(store: Store, key: str) -> dict[str, Any] | None:
 
 
 def _upload(store: Store, key: str, fd: int, size: int, c: _Counters) -> None:
-    with store.fs.open(key, "xb", block_size=PART_BYTES) as out:
+    if store.scheme == "file":
+        store.fs.makedirs(store.fs._parent(key), exist_ok=True)  # object stores have no folders
+    out = store.fs.open(key, "xb", block_size=PART_BYTES)
+    try:
         offset = 0
         while offset < size:
             chunk = os.pread(fd, min(PART_BYTES, size - offset), offset)
@@ -175,16 +178,43 @@ def _upload(store: Store, key: str, fd: int, size: int, c: _Counters) -> None:
                 raise OSError(errno.EIO, "the file got shorter while it was uploaded")
             out.write(chunk)
             offset += len(chunk)
+    except BaseException:
+        _abandon(store, key, out)
+        raise
+    out.close()
     c.sent += size
 
 
-def _delete_local(path: Path, fd: int) -> None:
-    """Delete ``path`` if it still names the file open as ``fd`` (else leave it alone)."""
+def _abandon(store: Store, key: str, out: Any) -> None:
+    """Give up an upload that did not get all its bytes (an error, Ctrl-C): nothing may be
+    committed, since closing would complete a multipart upload with the parts sent so far."""
+    from fsspec.spec import AbstractBufferedFile
+
+    if isinstance(out, AbstractBufferedFile):
+        try:
+            out.discard()  # aborts the multipart upload; a one-shot put was never sent
+        finally:
+            out.closed = True  # never flushed, not even by the garbage collector
+    else:  # a local file, created exclusively above: it is ours to remove
+        out.close()
+        store.fs.rm_file(key)
+
+
+def _delete_local(path: Path, fd: int) -> bool:
+    """Delete ``path`` if it still names the file open as ``fd`` (else leave it alone); whether
+    it was deleted here (``False``: another ship of the same root deleted it first)."""
     held = os.fstat(fd)
-    now = os.stat(path, follow_symlinks=False)
+    try:
+        now = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
     if (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
         raise OSError(errno.ESTALE, "the path names another file now; left alone", str(path))
-    os.unlink(path)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _ship_one(
@@ -201,7 +231,11 @@ def _ship_one(
     except RolloutNameError as exc:
         return ShipItem(path, None, ShipAction.SKIPPED, reason=f"not a rollout name: {exc}")
     url = store.url_of(key)
-    fd = open_rollout_fd(path)
+    try:
+        fd = open_rollout_fd(path)
+    except FileNotFoundError:
+        # Another ship (or a prune) of the same root moved it since the walk found it.
+        return ShipItem(path, url, ShipAction.SKIPPED, reason="gone since it was listed")
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -248,8 +282,7 @@ def _ship_one(
             )
         moved = False
         if move and not dry_run:
-            _delete_local(path, fd)
-            moved = True
+            moved = _delete_local(path, fd)
         return ShipItem(path, url, action, size, moved=moved)
     finally:
         os.close(fd)

@@ -11,7 +11,7 @@ object in the index; without an index it is empty and :attr:`FleetSQL.note` says
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -21,11 +21,20 @@ from replay._location import is_url
 from replay.fleet._duck import connect, duck_path
 from replay.fleet._index import newest_rows_sql
 from replay.fleet._rows import COLUMNS
-from replay.fleet._store import Store, open_store, scan_root
+from replay.fleet._store import ObjectInfo, Store, open_store, scan_root
 
-__all__ = ["FleetSQL", "SQLResult", "fleet_sql", "record_columns", "root_url"]
+__all__ = [
+    "FleetSQL",
+    "SQLResult",
+    "duckdb_error",
+    "first_line",
+    "fleet_sql",
+    "record_columns",
+    "root_url",
+]
 
 _MAX_DEPTH: Final = 12
+_GLOB: Final = frozenset("*?[]")
 
 
 def _quote(name: str) -> str:
@@ -141,28 +150,90 @@ def _empty(columns: Mapping[str, str]) -> str:
 
 
 def fleet_sql(root: str | os.PathLike[str]) -> FleetSQL:
-    """A DuckDB connection over the fleet at ``root`` (a URL or a local directory)."""
+    """A DuckDB connection over the fleet at ``root`` (a URL or a local directory).
+
+    ``records`` reads the objects the listing lists (hidden folders such as the trash and the
+    index left out), not a glob; ``note`` says when ``sessions`` is empty, unreadable or does
+    not describe the objects as they are now, and which objects ``records`` cannot read.
+    """
     store = open_store(root_url(root))
     con = connect(store)
     notes = []
     scan = scan_root(store)
     files = scan.index_parts
+    indexed = False
     if files:
-        con.execute(f"CREATE VIEW sessions AS {newest_rows_sql(files, store)}")
-    else:
+        try:
+            con.execute(f"CREATE VIEW sessions AS {newest_rows_sql(files, store)}")
+            notes += _stale(con, scan.objects)
+            indexed = True
+        except duckdb_error() as exc:
+            con.execute("DROP VIEW IF EXISTS sessions")
+            notes.append(
+                f"the index under {store.url} cannot be read ({first_line(exc)}): `sessions` "
+                "is empty; `rollout index --rebuild` writes it anew"
+            )
+    if not indexed:
         con.execute(f"CREATE VIEW sessions AS {_empty(COLUMNS)}")
-        notes.append(f"no index under {store.url}: `sessions` is empty (run `rollout index`)")
+        if not files:
+            notes.append(f"no index under {store.url}: `sessions` is empty (run `rollout index`)")
     columns = record_columns()
     typed = "{" + ", ".join(f"'{n}': '{t}'" for n, t in columns.items()) + "}"
     prefix = "file://" if store.scheme == "file" else ""
-    if scan.objects:
-        glob = duck_path(store, store.join("**", "*.jsonl")).replace("'", "''")
+    # DuckDB reads each path as a glob, and fsspec reads "?versionId=" as a version: a key
+    # holding a glob character cannot be named, only left out and said so.
+    readable = [o for o in scan.objects if not _GLOB.intersection(o.path)]
+    if len(readable) < len(scan.objects):
+        bad = [str(o.url) for o in scan.objects if _GLOB.intersection(o.path)]
+        notes.append(
+            f"{len(bad)} object(s) with * ? [ or ] in their key left out of `records` (no "
+            f"path can name them): {', '.join(bad[:3])}{' ...' if len(bad) > 3 else ''}; "
+            "rename them"
+        )
+    if readable:
+        listed = ", ".join(
+            "'" + duck_path(store, o.path).replace("'", "''") + "'" for o in readable
+        )
         con.execute(
             "CREATE VIEW records AS SELECT * EXCLUDE (filename), "  # noqa: S608 - see above
-            f"'{prefix}' || filename AS url FROM read_ndjson('{glob}', columns = {typed}, "
+            f"'{prefix}' || filename AS url FROM read_ndjson([{listed}], columns = {typed}, "
             "format = 'newline_delimited', filename = true, ignore_errors = true, "
             "maximum_object_size = 536870912)"
         )
     else:
         con.execute(f"CREATE VIEW records AS {_empty({**columns, 'url': 'VARCHAR'})}")
     return FleetSQL(con=con, store=store, note="; ".join(notes) or None)
+
+
+def _stale(con: Any, objects: Sequence[ObjectInfo]) -> list[str]:
+    """A note when the index does not describe the objects as the store lists them now."""
+    rows = con.execute("SELECT path, size, version, indexed_at FROM sessions").fetchall()
+    held = {r[0]: (r[1], r[2]) for r in rows}
+    now = {o.path: (o.size, o.version) for o in objects}
+    changed = sum(1 for p, v in now.items() if held.get(p) != v)
+    gone = sum(1 for p in held if p not in now)
+    if not changed and not gone:
+        return []
+    written = max((r[3] for r in rows), default=None)
+    when = f"written {written:%Y-%m-%d %H:%M:%S %Z}" if written is not None else "empty"
+    return [
+        f"`sessions` comes from the index ({when}), which is behind the store: {changed} "
+        f"object(s) new or changed since, {gone} gone; `rollout index` brings it up to date"
+    ]
+
+
+def duckdb_error() -> type[Exception]:
+    """DuckDB's base error class (imports duckdb)."""
+    import duckdb
+
+    return duckdb.Error
+
+
+def first_line(exc: BaseException) -> str:
+    """An engine's error as one line: the last line of a Python traceback it wraps (an fsspec
+    error raised inside DuckDB), else its first line."""
+    text = str(exc).strip()
+    if "Traceback (most recent call last)" in text:
+        tail = [line for line in text.splitlines() if line.strip()]
+        return tail[-1].strip() if tail else text
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -196,7 +196,7 @@ def sql_cmd(query: str) -> None:
     """
     import duckdb
 
-    from replay.fleet._sql import fleet_sql
+    from replay.fleet._sql import first_line, fleet_sql
 
     opts = state()
     root = opts.existing_root()
@@ -204,7 +204,7 @@ def sql_cmd(query: str) -> None:
         try:
             result = fleet.query(query)
         except duckdb.Error as exc:
-            raise CliError(f"the query failed: {exc}") from None
+            raise CliError(f"the query failed: {first_line(exc)}") from None
         note = fleet.note
     if opts.json:
         click.echo(

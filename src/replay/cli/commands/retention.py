@@ -6,13 +6,14 @@ moves one back; `prune --empty-trash` is the only deletion (ADR 0133).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
 
 from ledger.records import StopKind
-from replay.cli._app import console, state, subcommand
-from replay.cli._errors import EXIT_USAGE, CliError
+from replay.cli._app import console, exit_with, state, subcommand
+from replay.cli._errors import EXIT_ERROR, EXIT_USAGE, CliError
 from replay.cli._json import dump
 from replay.cli._paths import existing_root, parse_age, path_json
 from replay.cli.commands.reading import shown_path
@@ -81,9 +82,14 @@ def _prune(
             raise CliError("--empty-trash takes only --older-than (and --dry-run)", EXIT_USAGE)
         if older_than is None:
             raise CliError("--empty-trash needs --older-than AGE (0d for all)", EXIT_USAGE)
+        kept: list[tuple[Path, str]] = []
         try:
             gone = empty_trash(
-                root, older_than=parse_age(older_than), command=command, dry_run=dry_run
+                root,
+                older_than=parse_age(older_than),
+                command=command,
+                dry_run=dry_run,
+                on_kept=lambda p, why: kept.append((p, why)),
             )
         except TrashError as exc:
             raise CliError(str(exc.strerror or exc)) from None
@@ -94,6 +100,7 @@ def _prune(
                         "root": path_json(root),
                         "dry_run": dry_run,
                         "deleted": [{"path": path_json(p), "why": w} for p, w in gone],
+                        "kept": [{"path": path_json(p), "why": w} for p, w in kept],
                     }
                 )
             )
@@ -102,6 +109,8 @@ def _prune(
         verb = "would delete" if dry_run else "deleted"
         for path, why in gone:
             out.print(f"{verb} {shown_path(path, root)} ({why})", markup=False, highlight=False)
+        for path, why in kept:
+            out.print(f"kept {shown_path(path, root)}: {why}", style="yellow", markup=False)
         out.print(f"{len(gone)} session(s) {verb} from the trash", style="dim")
         return
     if not sessions and older_than is None and not stop_kinds:
@@ -132,9 +141,12 @@ def _prune(
                     "dry_run": dry_run,
                     "pruned": [_selection_json(s) for s in plan.pruned],
                     "held": [_selection_json(s) for s in plan.held],
+                    "failed": [_selection_json(s) for s in plan.failed],
                 }
             )
         )
+        if plan.failed:
+            exit_with(EXIT_ERROR)
         return
     out = console()
     verb = "would prune" if dry_run else "pruned"
@@ -151,11 +163,21 @@ def _prune(
             markup=False,
             highlight=False,
         )
+    for sel in plan.failed:
+        out.print(
+            f"not pruned {sel.entry.session_id} {shown_path(sel.entry.path, root)}: {sel.held}",
+            style="red",
+            markup=False,
+            highlight=False,
+        )
     out.print(
         f"{len(plan.pruned)} session(s) {verb}, {len(plan.held)} kept"
+        + (f", {len(plan.failed)} failed" if plan.failed else "")
         + ("" if dry_run else "; `rollout restore SESSION_ID` brings one back"),
         style="dim",
     )
+    if plan.failed:
+        exit_with(EXIT_ERROR)
 
 
 @subcommand("restore", json_output=True, short_help="Bring a pruned session back.")
@@ -167,7 +189,7 @@ def restore_cmd(session: str) -> None:
     root = existing_root(opts.local_root("restore"))
     try:
         path = restore(root, session, command=opts.argv)
-    except SessionLookupError as exc:
+    except (SessionLookupError, ValueError) as exc:
         raise CliError(f"the trash: {exc}") from None
     except TrashError as exc:
         raise CliError(str(exc.strerror or exc)) from None
