@@ -159,3 +159,42 @@ def test_sql_says_when_the_index_is_behind_the_store(tmp_path: Path, bucket: str
     fs.rm_file(f"{bucket}/t/2026-12-03/{a.name}")
     with fleet_sql(f"{bucket}/t") as q:
         assert "1 object(s) new or changed since, 1 gone" in (q.note or "")
+
+
+def test_ship_move_keeps_the_source_a_local_fork_reads(tmp_path: Path) -> None:
+    """`ship --move` ships a session that a fork reads by reference but keeps its local copy,
+    saying why: deleting it would leave the fork without its history; the fork itself moves."""
+    root = tmp_path / "root"
+    source = _session(root, "src")
+    fork = RolloutWriter.fork(source)
+    fork.append(Message(role="user", content="and then?"))
+    fork.stop(StopKind.COMPLETED)
+    fork.close()
+    dest = tmp_path / "dest"
+    report = ship(root, f"file://{dest}", move=True)
+    assert report.ok
+    by_path = {i.path.name: i for i in report.items}
+    kept = by_path[source.name]
+    assert not kept.moved
+    assert "fork" in kept.reason
+    assert source.exists()
+    assert by_path[fork.path.name].moved
+    assert sorted(p.name for p in dest.rglob("*.jsonl")) == sorted([source.name, fork.path.name])
+
+
+def test_a_session_that_grew_after_shipping_is_named_as_such(tmp_path: Path) -> None:
+    """A paused session shipped, then resumed, is a conflict (shipping never replaces an
+    object) whose reason says the store holds an earlier state of it and what to do."""
+    root = tmp_path / "root"
+    dest = tmp_path / "dest"
+    with RolloutWriter.create(root, session_id="grows", durability="os") as w:
+        w.append(Message(role="user", content="first"))
+        w.stop(StopKind.PAUSED)
+    assert ship(root, f"file://{dest}").ok
+    with RolloutWriter.open(w.path) as again:
+        again.append(Message(role="user", content="second"))
+        again.stop(StopKind.COMPLETED)
+    (item,) = ship(root, f"file://{dest}").items
+    assert item.action is ShipAction.CONFLICT
+    assert "earlier state" in item.reason
+    assert "remove the remote one" in item.reason

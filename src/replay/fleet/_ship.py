@@ -36,7 +36,7 @@ from ledger.naming import RolloutNameError, parse_rollout_filename
 from replay._files import open_rollout_fd
 from replay._location import ObjectURL
 from replay.fleet._store import Store, StoreAccessError, open_store, store_error
-from replay.sessions import iter_rollout_paths
+from replay.sessions import iter_rollout_paths, list_sessions
 from replay.stop import stop_facts_from_fd
 
 __all__ = ["ShipAction", "ShipItem", "ShipReport", "remote_key", "ship"]
@@ -159,6 +159,24 @@ def _same_bytes(store: Store, key: str, info: dict[str, Any], d: _Digests, c: _C
     return digest == d.blake2b
 
 
+def _conflict(store: Store, key: str, info: dict[str, Any], fd: int, c: _Counters) -> str:
+    """Why the object at ``key`` is not the file: an earlier state of it (the session grew after
+    it was shipped, such as a paused session resumed), or other bytes."""
+    other = "an object with other bytes is already there; neither was changed"
+    size = int(info.get("size", -1))
+    if size <= 0 or size >= os.fstat(fd).st_size:
+        return other
+    digest, n = _read_back_blake2b(store, key)
+    c.read_back += n
+    if n != size or digest != _digests(fd, size).blake2b:
+        return other
+    return (
+        f"the store holds an earlier state of this session (its first {size} bytes): it grew "
+        "after it was shipped (resumed?); shipping never replaces an object, so remove the "
+        "remote one and ship again to replace it, nothing was changed"
+    )
+
+
 def _info(store: Store, key: str) -> dict[str, Any] | None:
     try:
         return dict(store.fs.info(key))
@@ -225,6 +243,7 @@ def _ship_one(
     dry_run: bool,
     include_unsealed: bool,
     c: _Counters,
+    keep: str = "",
 ) -> ShipItem:
     try:
         key = store.join(remote_key(path.name))
@@ -268,7 +287,7 @@ def _ship_one(
                 why = (
                     "the object vanished after it was written"
                     if info is None
-                    else "an object with other bytes is already there; neither was changed"
+                    else _conflict(store, key, info, fd, c)
                 )
                 kind = ShipAction.FAILED if info is None else ShipAction.CONFLICT
                 return ShipItem(path, url, kind, size, reason=why)
@@ -281,11 +300,32 @@ def _ship_one(
                 path, url, ShipAction.FAILED, size, reason=str(store_error(exc, url, "shipping"))
             )
         moved = False
-        if move and not dry_run:
+        if move and not dry_run and not keep:
             moved = _delete_local(path, fd)
-        return ShipItem(path, url, action, size, moved=moved)
+        return ShipItem(path, url, action, size, moved=moved, reason=keep if move else "")
     finally:
         os.close(fd)
+
+
+def _fork_sources(base: Path) -> dict[str, str]:
+    """The local rollouts a fork under ``base`` reads by reference (ADR 0130), with the reason
+    they stay: moving one away would leave its forks without their history (as retention
+    holds them, ADR 0133)."""
+    entries = list_sessions(base)
+    readers: dict[str, list[str]] = {}
+    for e in entries:
+        if e.fork is not None and not e.fork.copied and e.session_id is not None:
+            readers.setdefault(e.fork.session_id, []).append(e.session_id)
+    out: dict[str, str] = {}
+    for e in entries:
+        forks = readers.get(e.session_id or "")
+        if forks and isinstance(e.path, Path):
+            shown = ", ".join(forks[:3]) + (f" and {len(forks) - 3} more" if len(forks) > 3 else "")
+            out[os.path.abspath(e.path)] = (
+                f"kept here: fork {shown} reads it; ship or copy the fork (rollout fork --copy), "
+                "then move this one"
+            )
+    return out
 
 
 def ship(
@@ -311,6 +351,7 @@ def ship(
     store = open_store(to)
     counters = _Counters()
     items = []
+    kept = _fork_sources(base) if move else {}
     for path in sorted(iter_rollout_paths(base)):
         try:
             item = _ship_one(
@@ -320,6 +361,7 @@ def ship(
                 dry_run=dry_run,
                 include_unsealed=include_unsealed,
                 c=counters,
+                keep=kept.get(os.path.abspath(path), ""),
             )
         except StoreAccessError:
             raise  # the credential: nothing more can be shipped, and nothing was deleted
