@@ -316,7 +316,7 @@ def entry_from_parts(
     """
     if unreadable is not None or head is None or stop is None:
         return _entry(path, 0, StopFacts(found=False), None, None, unreadable)
-    meta, why = _parse_head(_first_line(head))
+    meta, why = _parse_head(head)
     if meta is not None:
         name = _implied_name(path.name, meta)
         if name is not None:
@@ -440,12 +440,10 @@ def _implied_name(name: str, meta: SessionMeta) -> RolloutName | None:
     return parsed if expected == name else None
 
 
-def _first_line(data: bytes) -> bytes:
+def _parse_head(data: bytes) -> tuple[SessionMeta | None, str | None]:
+    """The ``session_meta`` on the first line of ``data``, or why there is none."""
     end = data.find(b"\n")
-    return data if end < 0 else data[: end + 1]
-
-
-def _parse_head(head: bytes) -> tuple[SessionMeta | None, str | None]:
+    head = data if end < 0 or end == len(data) - 1 else data[: end + 1]
     if head.startswith(_BOM):
         head = head[len(_BOM) :]
     if not head or head.isspace():  # what strip() would empty, without the copy

@@ -42,11 +42,9 @@ __all__ = [
 _json = msgspec.json.Encoder()
 
 
-def _record(text: str | None) -> Any:
-    if text is None:
-        return None
+def _record(text: str) -> Any:
     try:
-        return decode_record(text.encode())
+        return decode_record(text)
     except RecordDecodeError:
         return None
 
@@ -88,16 +86,20 @@ class IndexRow(NamedTuple):
 
 def _stop_facts(row: IndexRow) -> StopFacts:
     cp, term, earlier = row.stop_checkpoint, row.stop_terminal, row.stop_earlier_terminal
-    terminal = None if term is None else _record(term)
     checkpoint = None if cp is None else _record(cp)
-    if not isinstance(terminal, Terminal):
-        terminal = None
+    if not isinstance(checkpoint, AgentCheckpoint):
+        checkpoint = None
+    terminal = None if term is None else _record(term)
+    if isinstance(terminal, Terminal):
+        kind, stop_kind, reason = terminal.kind, terminal.stop_kind, terminal.reason
+    else:
+        terminal, kind, stop_kind, reason = None, None, None, ""
     return StopFacts(
         bool(row.stop_found),
-        terminal.kind if terminal is not None else None,
-        terminal.stop_kind if terminal is not None else None,
-        terminal.reason if terminal is not None else "",
-        checkpoint if isinstance(checkpoint, AgentCheckpoint) else None,
+        kind,
+        stop_kind,
+        reason,
+        checkpoint,
         terminal,
         bool(row.killed),
         None if earlier is None else _record(earlier),
