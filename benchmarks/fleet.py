@@ -97,7 +97,7 @@ def run_fleet(quick: bool, add: Add, raw: dict[str, Any]) -> None:
 
         from replay.fleet import fleet_sql, list_fleet, ship
         from replay.fleet._duck import connect
-        from replay.fleet._index import newest_rows_sql, read_index
+        from replay.fleet._index import index_entries, newest_rows_sql, read_index
         from replay.fleet._objects import LISTING_BYTES
         from replay.fleet._store import open_store, scan_root
         from replay.fleet.testing import LocalS3
@@ -209,7 +209,7 @@ def run_fleet(quick: bool, add: Add, raw: dict[str, Any]) -> None:
                 t0 = time.perf_counter()
                 index = read_index(store, parts)
                 assert index is not None
-                entries = [row.entry(store.url_of(p)) for p, row in index.rows.items()]
+                entries = index_entries((store.url_of(p), row) for p, row in index.rows.items())
                 times.append(time.perf_counter() - t0)
             best = min(times)
             raw["fleet_index_listing"] = {"n": len(entries), "seconds": times}

@@ -1306,3 +1306,73 @@ source_lines = st.lists(
     ),
     max_size=8,
 )
+
+
+# --- the listing from the index: rows as the index holds them (issue 15, item 7) ---------------
+def _line(record: Record) -> str:
+    from ledger import encode_record
+
+    return encode_record(record).decode()
+
+
+# Heads as listing files have them: session_meta of any id, agent name and coordinates (empty
+# ones too), and every way a first line goes wrong.
+listing_metas = st.builds(
+    SessionMeta,
+    seq=seqs,
+    ts=utc_datetimes,
+    format_version=st.just(FORMAT_VERSION),
+    session_id=session_ids,
+    started_at=utc_datetimes,
+    agent_name=st.none() | agent_names,
+    parent_session_id=st.none() | st.just("") | ident,
+    delegation_id=st.none() | st.just("") | ident,
+    project=maybe_text,
+)
+_damaged_heads = st.one_of(
+    st.just(""),
+    st.just(" \t\n"),
+    text,
+    st.builds(_line, checkpoints).map(lambda s: s + "\n"),
+    st.builds(_line, listing_metas).map(lambda s: "\ufeff" + s + "\n"),
+    st.builds(_line, listing_metas).map(lambda s: s[: len(s) // 2]),
+    st.builds(_line, listing_metas).map(lambda s: s + "\n" + s + "\n"),
+)
+_stop_texts = st.none() | st.builds(_line, checkpoints) | st.builds(_line, terminals) | text
+
+
+@st.composite
+def listing_files(draw: st.DrawFn) -> tuple[str, str]:
+    """A file name and a first line: mostly the name its session_meta implies, else another
+    name (a valid one of another session, or none at all) or a damaged head."""
+    from ledger import rollout_filename
+
+    meta = draw(listing_metas)
+    head = _line(meta) + draw(st.sampled_from(["\n", ""]))
+    name = rollout_filename(meta.started_at, meta.session_id, meta.agent_name)
+    other = rollout_filename(draw(utc_datetimes), draw(session_ids), draw(st.none() | agent_names))
+    name = draw(st.sampled_from([name, name, other, name.replace("_", "-", 1), "x.jsonl"]))
+    return name, draw(st.just(head) | _damaged_heads)
+
+
+@st.composite
+def index_rows(draw: st.DrawFn) -> tuple[str, tuple[Any, ...]]:
+    """An object's name and its row of the index's listing columns (replay.fleet._index)."""
+    name, head = draw(listing_files())
+    counts = st.integers(min_value=0, max_value=2**40)
+    row = (
+        f"bucket/p/{name}",
+        draw(counts),
+        draw(ident),
+        head,
+        draw(_stop_texts),
+        draw(_stop_texts),
+        draw(_stop_texts),
+        draw(counts),
+        draw(counts),
+        draw(counts),
+        draw(st.booleans()),
+        draw(st.booleans()),
+        draw(st.booleans()),
+    )
+    return name, row

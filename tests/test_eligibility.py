@@ -182,3 +182,11 @@ def test_every_decision_has_a_reason_and_denies_by_default(
         assert found
         assert terminal is not None
         assert terminal.stop_kind in (None, StopKind.PAUSED.value, StopKind.CANCELLED.value)
+
+
+@given(stop_kind=st.none() | st.text(max_size=20) | st.sampled_from(list(StopKind)))
+def test_a_terminal_names_its_kind_only_when_it_is_a_stop_kind(stop_kind: str | None) -> None:
+    """Terminal.kind is the StopKind whose value the record holds, else None (unknown, absent)."""
+    kind = Terminal(seq=6, ts=T0, stop_kind=stop_kind).kind
+    assert kind == (StopKind(stop_kind) if stop_kind in set(StopKind) else None)
+    assert kind is None or isinstance(kind, StopKind)

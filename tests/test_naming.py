@@ -20,6 +20,7 @@ from ledger import (
 )
 from ledger.naming import (
     MAX_NAME_BYTES,
+    build_rollout_name,
     session_token,
     validate_agent_name,
     validate_session_id,
@@ -61,6 +62,20 @@ def test_build_parse_mirror(t: datetime, sid: str, agent: str | None) -> None:
     assert parsed.filename == name
     if parsed.session_id is not None:
         assert rollout_filename(parsed.started_at, parsed.session_id, parsed.agent_name) == name
+
+
+@given(t=s.aware_datetimes, sid=s.session_ids, agent=st.none() | s.agent_names)
+@example(t=datetime(999, 1, 2, 3, 4, 5, 6, tzinfo=UTC), sid="abc", agent=None)
+@example(t=T, sid="s" * 128, agent="a" * 128)
+def test_a_name_and_its_rollout_name_are_built_together(
+    t: datetime, sid: str, agent: str | None
+) -> None:
+    """build_rollout_name gives rollout_filename's name and the RolloutName of its values."""
+    name, built = build_rollout_name(t, sid, agent)
+    assert name == rollout_filename(t, sid, agent)
+    assert built == RolloutName(started_at=_to_second_utc(t), session_id=sid, agent_name=agent)
+    assert built.session_token == session_token(sid, agent)
+    assert built.started_at.tzinfo is UTC
 
 
 @given(

@@ -88,7 +88,11 @@ def decode_record(data: bytes | str) -> Record | UnknownRecord:
     says which); anything else that is not a valid record raises :class:`RecordDecodeError`
     with what was wrong.
     """
-    return decode_record_reporting(data)[0]
+    try:
+        return _decoder.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, UnicodeEncodeError):
+        # Whatever the first try met, the reporting path meets it again and handles it.
+        return decode_record_reporting(data)[0]
 
 
 def decode_record_reporting(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import re
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Final
 
 import attrs
@@ -25,6 +26,7 @@ __all__ = [
     "ROLLOUT_SUFFIX",
     "RolloutNameError",
     "RolloutName",
+    "build_rollout_name",
     "parse_rollout_filename",
     "rollout_filename",
     "session_token",
@@ -135,6 +137,12 @@ def validate_agent_name(agent_name: str) -> str:
     return agent_name
 
 
+@lru_cache(maxsize=256)
+def _valid_agent_name(agent_name: str) -> str:
+    # A fleet has few agent names, and every name built or parsed checks its own: checked once.
+    return validate_agent_name(agent_name)
+
+
 def _escape(session_id: str) -> str:
     if _PLAIN_ID.fullmatch(session_id):
         return session_id
@@ -169,10 +177,14 @@ def session_token(session_id: str, agent_name: str | None = None) -> str:
     When the whole name would pass :data:`MAX_NAME_BYTES`, the token is cut and ends in ``~``
     and 20 hex digits of the id's BLAKE2b digest.
     """
-    validate_session_id(session_id)
-    if agent_name is not None:
+    if type(session_id) is str and _PLAIN_ID.fullmatch(session_id):
+        token = session_id  # valid, and its own escape (the common case, matched once)
+    else:
+        token = _escape(validate_session_id(session_id))
+    if type(agent_name) is str:
+        _valid_agent_name(agent_name)
+    elif agent_name is not None:
         validate_agent_name(agent_name)
-    token = _escape(session_id)
     room = _room(agent_name)
     if len(token) <= room:
         return token
@@ -186,20 +198,33 @@ def session_token(session_id: str, agent_name: str | None = None) -> str:
     return f"{head}~{digest}"
 
 
-def _stamp(started_at: datetime) -> str:
+def _utc(started_at: datetime) -> datetime:
     if started_at.tzinfo is None or started_at.utcoffset() is None:
         raise RolloutNameError(
             f"started_at {started_at.isoformat()} has no timezone: pass an aware datetime "
             "(for example datetime.now(UTC))"
         )
     try:
-        t = started_at.astimezone(UTC)
+        return started_at.astimezone(UTC)
     except OverflowError:
         raise RolloutNameError(
             f"started_at {started_at.isoformat()} has no UTC equivalent in the calendar"
         ) from None
+
+
+# Two digits of 0-99 by table: formatting five numbers costs more than building the rest of a
+# name, and a listing builds one name per file.
+_TWO_DIGITS: Final = tuple(f"{i:02d}" for i in range(100))
+
+
+def _stamp_utc(t: datetime) -> str:
     # Not strftime: its %Y does not pad years below 1000 to four digits on every platform.
-    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}_{t.hour:02d}-{t.minute:02d}-{t.second:02d}"
+    d = _TWO_DIGITS
+    return f"{t.year:04d}-{d[t.month]}-{d[t.day]}_{d[t.hour]}-{d[t.minute]}-{d[t.second]}"
+
+
+def _stamp(started_at: datetime) -> str:
+    return _stamp_utc(_utc(started_at))
 
 
 def _assemble(stamp: str, token: str, agent_name: str | None) -> str:
@@ -213,6 +238,23 @@ def rollout_filename(started_at: datetime, session_id: str, agent_name: str | No
     """Build the file name of a rollout; ``started_at`` must be timezone-aware."""
     stamp = _stamp(started_at)
     return _assemble(stamp, session_token(session_id, agent_name), agent_name)
+
+
+def build_rollout_name(
+    started_at: datetime, session_id: str, agent_name: str | None = None
+) -> tuple[str, RolloutName]:
+    """The file name :func:`rollout_filename` builds, and the :class:`RolloutName` of those
+    values (start in UTC to the second, the id, the agent name, the token), built together.
+
+    Cheaper than building the name and then parsing it: a listing whose file name is the one
+    its ``session_meta`` implies knows the parse without parsing.
+    """
+    t = started_at if started_at.tzinfo is UTC else _utc(started_at)
+    token = session_token(session_id, agent_name)
+    name = _assemble(_stamp_utc(t), token, agent_name)
+    if t.microsecond:
+        t = datetime(t.year, t.month, t.day, t.hour, t.minute, t.second, tzinfo=UTC)
+    return name, RolloutName(t, session_id, agent_name, token)
 
 
 def _unescape(token: str) -> str | None:

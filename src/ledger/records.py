@@ -15,6 +15,7 @@ session without entering its conversation (ADRs 0120-0124).
 from __future__ import annotations
 
 import typing
+from collections.abc import Mapping
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Final
@@ -70,6 +71,9 @@ class StopKind(StrEnum):
     ERROR = "error"
     CLOSED = "closed"
     """The writer was closed (or its process exited) without saying how the session stopped."""
+
+
+_STOP_KINDS: Final[Mapping[str | None, StopKind]] = {k.value: k for k in StopKind}
 
 
 class _Record(
@@ -178,11 +182,9 @@ class Terminal(_Record, frozen=True, kw_only=True, tag="terminal"):
     @property
     def kind(self) -> StopKind | None:
         """The stop kind as a :class:`StopKind`, or ``None`` when absent or unknown."""
-        if self.stop_kind is None:
-            return None
         try:
-            return StopKind(self.stop_kind)
-        except ValueError:
+            return _STOP_KINDS.get(self.stop_kind)  # a dict, not StopKind(): listings ask often
+        except TypeError:  # not a str at all (a value built by hand): no kind
             return None
 
 

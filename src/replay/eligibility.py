@@ -8,6 +8,7 @@ not, each with a tier and a reason a person can read.
 from __future__ import annotations
 
 from enum import StrEnum
+from functools import lru_cache
 
 import attrs
 
@@ -71,45 +72,58 @@ def resume_eligibility(facts: StopFacts, *, meta: SessionMeta | None = None) -> 
         )
     decision = _classify(facts)
     if decision.replayable and child_without_coordinates(meta):
-        return Eligibility(
-            replayable=False,
-            tier=Tier.NO_COORDINATES,
-            reason="a delegated child without its coordinates (parent session id and delegation "
-            "id): it cannot be attached back to its parent, so it is not replayable as-is",
-        )
+        return _NO_COORDINATES
     return decision
+
+
+# Decisions are frozen values, and a listing asks for the same few again and again: each is
+# built once per set of facts that decides it (the caches are bounded: an unknown stop kind
+# or a count comes from the file).
+_NO_COORDINATES = Eligibility(
+    replayable=False,
+    tier=Tier.NO_COORDINATES,
+    reason="a delegated child without its coordinates (parent session id and delegation "
+    "id): it cannot be attached back to its parent, so it is not replayable as-is",
+)
+_LEGACY = Eligibility(
+    replayable=True,
+    tier=Tier.REPLAYABLE,
+    reason="legacy terminal record without a stop kind, taken as cancelled: replayable as-is",
+)
 
 
 def _classify(facts: StopFacts) -> Eligibility:
     if not facts.found:
-        why = (
-            f"no checkpoint or terminal record in the last {facts.bytes_scanned} bytes scanned"
-            if facts.exhausted
-            else "the file has no checkpoint or terminal record (killed before its first stop?)"
-        )
-        return Eligibility(replayable=False, tier=Tier.UNKNOWN, reason=f"stop unknown: {why}")
+        return _unknown(facts.bytes_scanned if facts.exhausted else None)
     if facts.terminal is None:
-        after = (
-            f"; {facts.records_after} record(s) written after it are not covered"
-            if facts.records_after
-            else ""
-        )
-        return Eligibility(
-            replayable=False,
-            tier=Tier.KILLED,
-            reason="killed: the last checkpoint has no terminal record after it, so how the "
-            f"session stopped is unknown{after}; replay it to verify, or hand off",
-        )
+        return _killed(facts.records_after)
     if facts.terminal.stop_kind is None:
-        return Eligibility(
-            replayable=True,
-            tier=Tier.REPLAYABLE,
-            reason="legacy terminal record without a stop kind, taken as cancelled: "
-            "replayable as-is",
-        )
+        return _LEGACY
     return _classify_kind(facts.terminal.stop_kind)
 
 
+@lru_cache(maxsize=64)
+def _unknown(scanned: int | None) -> Eligibility:
+    why = (
+        f"no checkpoint or terminal record in the last {scanned} bytes scanned"
+        if scanned is not None
+        else "the file has no checkpoint or terminal record (killed before its first stop?)"
+    )
+    return Eligibility(replayable=False, tier=Tier.UNKNOWN, reason=f"stop unknown: {why}")
+
+
+@lru_cache(maxsize=64)
+def _killed(records_after: int) -> Eligibility:
+    after = f"; {records_after} record(s) written after it are not covered" if records_after else ""
+    return Eligibility(
+        replayable=False,
+        tier=Tier.KILLED,
+        reason="killed: the last checkpoint has no terminal record after it, so how the "
+        f"session stopped is unknown{after}; replay it to verify, or hand off",
+    )
+
+
+@lru_cache(maxsize=64)
 def _classify_kind(kind: str) -> Eligibility:
     # Matched on the string as written, so that a kind this library does not know and a
     # member nobody claimed meet the same default branch, which denies. Every member is named

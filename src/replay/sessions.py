@@ -14,7 +14,7 @@ import os
 import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Final
@@ -26,8 +26,8 @@ from ledger.naming import (
     ROLLOUT_SUFFIX,
     RolloutName,
     RolloutNameError,
+    build_rollout_name,
     parse_rollout_filename,
-    rollout_filename,
     session_token,
 )
 from ledger.records import ForkOrigin, SessionMeta
@@ -314,11 +314,52 @@ def entry_from_parts(
     met instead when the file could not be read (the entry is then flagged
     :attr:`SessionFlag.UNREADABLE`). Local files and objects are listed by the same rules.
     """
+    if unreadable is not None or head is None or stop is None:
+        return _entry(path, 0, StopFacts(found=False), None, None, unreadable)
+    meta, why = _parse_head(head)
+    if meta is not None:
+        name = _implied_name(path.name, meta)
+        if name is not None:
+            # The usual file: its name is the one its session_meta implies, so of the flags
+            # below only a child's missing coordinates can apply (``_entry`` gives the same).
+            child = child_without_coordinates(meta)
+            return SessionEntry(
+                path,
+                name,
+                meta.session_id,
+                meta.agent_name,
+                meta.started_at,
+                meta.parent_session_id,
+                meta.delegation_id,
+                size,
+                meta,
+                stop,
+                resume_eligibility(stop, meta=meta),
+                (SessionFlag.CHILD_WITHOUT_COORDINATES,) if child else (),
+                (_CHILD_NOTE,) if child else (),
+            )
+    return _entry(path, size, stop, meta, why, None)
+
+
+_CHILD_NOTE: Final = (
+    "a delegated child with a missing or empty parent session id or delegation id: "
+    "not a root, and not replayable as-is"
+)
+
+
+def _entry(
+    path: Location,
+    size: int,
+    stop: StopFacts,
+    meta: SessionMeta | None,
+    why: str | None,
+    unreadable: BaseException | None,
+) -> SessionEntry:
+    """The entry by every rule, from the parsed head (``meta``, or ``why`` it did not parse);
+    with ``unreadable`` set or ``meta`` and ``why`` both ``None``, the file could not be read."""
     flags: list[SessionFlag] = []
     notes: list[str] = []
-    meta: SessionMeta | None = None
-    why: str | None = None
-    if unreadable is not None or head is None or stop is None:
+    if meta is None and why is None:
         flags.append(SessionFlag.UNREADABLE)
         detail = (
             (getattr(unreadable, "strerror", None) or str(unreadable) or type(unreadable).__name__)
@@ -326,10 +367,6 @@ def entry_from_parts(
             else "nothing could be read"
         )
         notes.append(f"cannot read the file: {detail}")
-        stop = StopFacts(found=False)
-        size = 0
-    else:
-        meta, why = _parse_head(_first_line(head))
     name = _parse_name(path.name, meta, flags, notes)
     if why is not None:
         flags.append(SessionFlag.HEAD_DAMAGED)
@@ -342,10 +379,7 @@ def entry_from_parts(
         )
     if child_without_coordinates(meta):
         flags.append(SessionFlag.CHILD_WITHOUT_COORDINATES)
-        notes.append(
-            "a delegated child with a missing or empty parent session id or delegation id: "
-            "not a root, and not replayable as-is"
-        )
+        notes.append(_CHILD_NOTE)
     eligibility = resume_eligibility(stop, meta=meta)
     if SessionFlag.UNREADABLE in flags:
         eligibility = Eligibility(
@@ -382,18 +416,9 @@ def _parse_name(
     name: str, meta: SessionMeta | None, flags: list[SessionFlag], notes: list[str]
 ) -> RolloutName | None:
     if meta is not None:
-        # Fast path: building the name from the head is much cheaper than parsing it, and
-        # when the two agree the parse is known (build and parse are mirrors, SPEC rule 13).
-        try:
-            expected = rollout_filename(meta.started_at, meta.session_id, meta.agent_name)
-        except RolloutNameError:
-            expected = None
-        if expected == name:
-            return RolloutName(
-                started_at=meta.started_at.astimezone(UTC).replace(microsecond=0),
-                session_id=meta.session_id,
-                agent_name=meta.agent_name,
-            )
+        implied = _implied_name(name, meta)
+        if implied is not None:
+            return implied
     try:
         return parse_rollout_filename(name)
     except RolloutNameError as exc:
@@ -402,15 +427,26 @@ def _parse_name(
         return None
 
 
-def _first_line(data: bytes) -> bytes:
+def _implied_name(name: str, meta: SessionMeta) -> RolloutName | None:
+    """What the file name says, when it is the name ``meta`` implies; else ``None``.
+
+    Building the name from the head is much cheaper than parsing it, and when the two agree
+    the parse is known (build and parse are mirrors, SPEC rule 13).
+    """
+    try:
+        expected, parsed = build_rollout_name(meta.started_at, meta.session_id, meta.agent_name)
+    except RolloutNameError:
+        return None
+    return parsed if expected == name else None
+
+
+def _parse_head(data: bytes) -> tuple[SessionMeta | None, str | None]:
+    """The ``session_meta`` on the first line of ``data``, or why there is none."""
     end = data.find(b"\n")
-    return data if end < 0 else data[: end + 1]
-
-
-def _parse_head(head: bytes) -> tuple[SessionMeta | None, str | None]:
+    head = data if end < 0 or end == len(data) - 1 else data[: end + 1]
     if head.startswith(_BOM):
         head = head[len(_BOM) :]
-    if not head.strip():
+    if not head or head.isspace():  # what strip() would empty, without the copy
         return None, "the file is empty or starts with a blank line"
     if not head.endswith(b"\n") and len(head) >= _HEAD_LIMIT:
         return None, f"longer than {_HEAD_LIMIT} bytes"

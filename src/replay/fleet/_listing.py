@@ -46,18 +46,20 @@ def list_fleet(url: str | os.PathLike[str], *, use_index: bool = True) -> FleetL
     todo = infos
     written_at: datetime | None = None
     if use_index:
-        from replay.fleet._index import read_index
+        from replay.fleet._index import IndexRow, index_entries, read_index
 
         index = read_index(store, scan.index_parts)
         if index is not None:
             written_at = index.written_at
             todo = []
+            current: list[tuple[ObjectURL, IndexRow]] = []
             for info in infos:
                 row = index.rows.get(info.path)
                 if row is not None and row.size == info.size and row.version == info.version:
-                    entries.append(row.entry(info.url))
+                    current.append((info.url, row))
                 else:
                     todo.append(info)
+            entries = index_entries(current)
     from_index = len(entries)
     entries += object_entries(store, todo)
     return FleetListing(
