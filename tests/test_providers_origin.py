@@ -9,7 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+import strategies as s
 from ledger.providers import LeftOutWarning, anthropic, gemini, openai_chat, openai_responses
 from ledger.providers._signed import unsigned
 from ledger.providers.gemini import SKIP_SIGNATURE
@@ -280,3 +283,50 @@ def test_encrypted_types_and_carriers_are_taken_out_whole() -> None:
     carried = {"a": 1, "extra_content": {"google": {"thought_signature": "S"}, "other": {}}}
     assert unsigned(carried) == ({"a": 1, "extra_content": {"other": {}}}, ("signature",))
     assert unsigned({"b": 2, "a": 1}) == ({"b": 2, "a": 1}, ())
+
+
+MODULES: dict[str, Any] = {
+    "gemini": gemini,
+    "openai_responses": openai_responses,
+    "openai_chat": openai_chat,
+}
+SIGNED_WHATS = ("signature", "encrypted item", "provider field")
+
+
+@pytest.mark.parametrize("shape", sorted(s.SIGNED_ORIGINS))
+@given(data=st.data())
+def test_signed_payloads_outside_typed_fields_go_back_only_to_their_origin(
+    shape: str, data: st.DataObject
+) -> None:
+    """Signed payloads in opaque parts and items and in verbatim fields come back byte for byte
+    to their origin, nothing counted; to another origin of the same shape none is sent, and
+    each is counted once."""
+    request, tokens, pieces = data.draw(s.signed_requests(shape))
+    module = MODULES[shape]
+    mine, other = s.SIGNED_ORIGINS[shape]
+    messages = module.to_ledger(request, **mine)
+    same = module.export(messages, **mine)
+    assert json.dumps(same.request) == json.dumps(request)
+    assert same.left_out == ()
+    conversion = module.export(messages, **other)
+    sent = json.dumps(conversion.request, ensure_ascii=False)
+    for token in tokens:
+        assert json.dumps(token) not in sent
+    assert len([x for x in conversion.left_out if x.what in SIGNED_WHATS]) == pieces
+
+
+def test_anthropic_blocks_kept_opaque_lose_their_signature_on_another_model() -> None:
+    """A block of a type no ledger field holds, carrying a signature, goes back to its model
+    only; for another model it is dropped when the signature was all it held, and counted."""
+    signed = {"type": "future_thinking", "signature": "SIG_FUTURE"}
+    request = {
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [signed, {"type": "text", "text": "yo"}]},
+        ]
+    }
+    messages = anthropic.to_ledger(request, model="claude-sonnet-4-6")
+    assert anthropic.export(messages, model="claude-sonnet-4-6").request == request
+    other = anthropic.export(messages, model="claude-opus-4-7")
+    assert other.request["messages"][1]["content"] == [{"type": "text", "text": "yo"}]
+    assert [x.what for x in other.left_out] == ["signature"]
