@@ -319,12 +319,11 @@ def _parts_out(m: Message, box: Outbox, i: int, refused: str | None = None) -> l
             box.leave(i, "signature", refused)
         if built is None:
             box.leave(i, "content part", "no Gemini part holds it")
-        elif refused is not None:
-            # Kept opaque or verbatim (an ``executableCode`` part, a signature-only part).
-            kept = box.unsigned(i, built, refused)
-            out.extend([kept] if kept is not None else [])
-        else:
-            out.append(built)
+            continue
+        # What is kept opaque or verbatim (``executableCode``, a signature-only part) too.
+        kept = built if refused is None else box.unsigned(i, built, refused)
+        if kept is not None:
+            out.append(kept)
     return out
 
 
