@@ -1376,3 +1376,107 @@ def index_rows(draw: st.DrawFn) -> tuple[str, tuple[Any, ...]]:
         draw(st.booleans()),
     )
     return name, row
+
+
+# --- signed payloads outside the typed fields (ADR 0106) ----------------------------------------
+# Conversations whose model turns hold signatures and encrypted data only where no typed field
+# holds them: Gemini parts kept opaque or with a snake-case signature, Responses items kept
+# opaque, Chat fields kept verbatim and tool calls' extra_content. Each payload is one piece a
+# conversion to another origin leaves out and counts (tests/test_providers_origin.py).
+
+SIGNED_ORIGINS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    # shape: (the origin recorded, another origin the provider tells apart from it)
+    "gemini": ({"model": "gemini-2.5-pro"}, {"model": "gemini-3-pro-preview"}),
+    "openai_responses": ({"endpoint": "https://a.test/v1"}, {"endpoint": "https://b.test/v1"}),
+    "openai_chat": ({"provider": "openrouter"}, {"provider": "openai"}),
+}
+
+
+@st.composite
+def signed_requests(draw: st.DrawFn, shape: str) -> tuple[dict[str, object], list[str], int]:
+    """A request of ``shape`` (a key of SIGNED_ORIGINS) with signed payloads outside the typed
+    fields: the request, every value another origin must not get (payloads, the ids of items
+    that go whole), and how many pieces they make."""
+    tokens: list[str] = []
+
+    def token() -> str:
+        tokens.append(draw(opaque_token))
+        return tokens[-1]
+
+    new_id = _ids("")
+    pieces = 0
+    turns: list[dict[str, object]] = []
+    for _ in range(draw(st.integers(1, 2))):
+        if shape == "gemini":
+            turns.append({"role": "user", "parts": [{"text": draw(ptext)}]})
+            parts: list[dict[str, object]] = []
+            for _ in range(draw(st.integers(1, 4))):
+                kind = draw(st.sampled_from(["text", "only", "thought", "code", "result", "snake"]))
+                if kind == "text":
+                    parts.append({"text": draw(ptext)})
+                    continue
+                pieces += 1
+                body: dict[str, object] = {
+                    "only": {},
+                    "thought": {"thought": True},
+                    "code": {"executableCode": {"language": "PYTHON", "code": draw(ptext)}},
+                    "result": {"codeExecutionResult": {"outcome": "OUTCOME_OK"}},
+                    "snake": {"text": draw(ptext)},
+                }[kind]
+                key = "thought_signature" if kind == "snake" else "thoughtSignature"
+                parts.append(draw(loose(body | {key: token()})))
+            turns.append({"role": "model", "parts": parts})
+        elif shape == "openai_responses":
+            turns.append({"role": "user", "content": draw(ptext)})
+            for _ in range(draw(st.integers(1, 4))):
+                kind = draw(st.sampled_from(["message", "web", "compaction", "future"]))
+                n = new_id()
+                if kind == "message":
+                    item = {"type": "message", "id": f"msg_{n}", "role": "assistant"}
+                    turns.append(item | {"content": draw(ptext)})
+                elif kind == "web":
+                    turns.append(
+                        {"type": "web_search_call", "id": f"ws_{n}", "status": "completed"}
+                    )
+                else:
+                    pieces += 1
+                    item = {"type": kind, "id": f"{kind[:3]}_{n}", "encrypted_content": token()}
+                    tokens.append(f"{kind[:3]}_{n}")  # the item goes whole, its id too
+                    turns.append(draw(loose(item)))
+        else:
+            turns.append({"role": "user", "content": draw(ptext)})
+            assistant: dict[str, object] = {"role": "assistant", "content": draw(ptext)}
+            if draw(st.booleans()):
+                pieces += 1
+                details = []
+                for kind in draw(st.lists(st.sampled_from(["encrypted", "text"]), min_size=1)):
+                    if kind == "encrypted":
+                        encrypted = {"type": "reasoning.encrypted", "data": token()}
+                        details.append(encrypted | {"format": "anthropic-claude-v1"})
+                    else:
+                        thought = {"type": "reasoning.text", "text": draw(ptext)}
+                        details.append(thought | {"signature": token()})
+                assistant["reasoning_details"] = details
+            if draw(st.booleans()):
+                pieces += 1
+                block = {"type": "thinking", "thinking": draw(ptext), "signature": token()}
+                assistant["thinking_blocks"] = [block]
+            calls = []
+            for _ in range(draw(st.integers(0, 2))):
+                fn = {"name": draw(pident), "arguments": "{}"}
+                call: dict[str, object] = {
+                    "id": f"call_{new_id()}",
+                    "type": "function",
+                    "function": fn,
+                }
+                if draw(st.booleans()):
+                    pieces += 1
+                    call["extra_content"] = {"google": {"thought_signature": token()}}
+                calls.append(draw(loose(call)))
+            if calls:
+                assistant["tool_calls"] = calls
+            turns.append(draw(loose(assistant)))
+            for call in calls:
+                turns.append({"role": "tool", "tool_call_id": call["id"], "content": draw(ptext)})
+    root = {"gemini": "contents", "openai_responses": "input", "openai_chat": "messages"}[shape]
+    return {root: turns}, tokens, pieces

@@ -11,6 +11,7 @@ import msgspec
 from ledger.messages import MediaPart, Message, OpaquePart, Reasoning, TextPart, ToolCall
 from ledger.providers._check import fail
 from ledger.providers._conversion import LeftOut
+from ledger.providers._signed import stripped, unsigned
 from ledger.providers.residue import diff, dumps, read_extra, with_extra
 
 __all__ = [
@@ -99,6 +100,21 @@ class Outbox:
     def leave(self, index: int, what: str, reason: str) -> None:
         """Record one piece left out of message ``index``."""
         self.left.append(LeftOut(index=index, what=what, reason=reason))
+
+    def unsigned(self, index: int, value: dict[str, Any], reason: str) -> dict[str, Any] | None:
+        """``value`` (a provider object kept opaque or with verbatim fields) without its signed
+        or encrypted payloads, each counted; ``None`` when nothing else is left to send."""
+        out, taken = unsigned(value)
+        for what in taken:
+            self.leave(index, what, reason)
+        return out
+
+    def stripped(self, index: int, value: dict[str, Any], reason: str) -> dict[str, Any]:
+        """``value`` without its signed or encrypted keys, each counted; never dropped whole."""
+        out, taken = stripped(value)
+        for what in taken:
+            self.leave(index, what, reason)
+        return out
 
     def foreign_fields(self, index: int, extras: Iterable[msgspec.Raw | msgspec.UnsetType]) -> None:
         """Count the verbatim fields other shapes kept on a message, which cannot go here."""

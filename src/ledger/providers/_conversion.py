@@ -93,9 +93,14 @@ class Target:
         """The reason :meth:`accepts` refused ``origin``, for a :class:`LeftOut`."""
         if origin is None:
             return "it has no origin, so it cannot be shown to come from the target"
-        came = "/".join(p for p in (origin.provider, origin.api, origin.model) if p)
-        goes = "/".join(p for p in (self.provider, self.api, self.model) if p)
-        return f"it came from {came}, not from the target {goes}"
+        return f"it came from {self._named(origin)}, not from the target {self._named(self)}"
+
+    def _named(self, where: Origin | Target) -> str:
+        # Provider, API and model, and the endpoint where the provider binds payloads to it.
+        named = "/".join(p for p in (where.provider, where.api, where.model) if p)
+        if self.binds_endpoint and where.endpoint is not None:
+            named += f" at {where.endpoint}"
+        return named
 
     def origin(self) -> Origin:
         """The origin this target gives the messages it converts."""

@@ -321,10 +321,12 @@ def _assistant_out(m: Message, res: Residue, goal: Target, box: Outbox, i: int) 
         uses.append(use_block(call))
     if isinstance(m.content, str) and not m.reasoning and not m.tool_calls:
         return apply({"role": "assistant", "content": m.content}, res.get("m"))
-    pools: dict[str, Sequence[dict[str, Any] | None]] = {
-        "r": thinking,
-        "p": blocks(m, box, i),
-        "c": uses,
-    }
+    parts: list[dict[str, Any] | None] = list(blocks(m, box, i))
+    if not goal.accepts(m.origin):
+        # Blocks kept opaque or with verbatim fields go as thinking does (ADR 0106).
+        why = goal.why_not(m.origin)
+        parts = [box.unsigned(i, b, why) if b is not None else None for b in parts]
+        uses = [box.stripped(i, u, why) for u in uses]
+    pools: dict[str, Sequence[dict[str, Any] | None]] = {"r": thinking, "p": parts, "c": uses}
     content = [b for b in interleave(res.get("o"), pools) if b is not None]
     return apply({"role": "assistant", "content": content}, res.get("m"))

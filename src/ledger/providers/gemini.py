@@ -272,7 +272,7 @@ def export(
         box.foreign_fields(i, extras_of(m))
         res = read_extra(m.extra, SHAPE)
         if m.role in (Role.SYSTEM, Role.DEVELOPER):
-            system.extend(_parts_out(m, box, i, signed=True))
+            system.extend(_parts_out(m, box, i))
             system_shell = system_shell or res.get("m")
         elif m.role is Role.TOOL:
             part = apply(response_part(m, bool(res.get("i")), names, box, i), res.get("b"))
@@ -281,7 +281,7 @@ def export(
                 out.append(group)
             group["t"].append(part)
         elif m.role is Role.USER and group is not None and res.get("c"):
-            group["p"].extend(_parts_out(m, box, i, signed=True))
+            group["p"].extend(_parts_out(m, box, i))
             group["o"] = res.get("o")
             group = None
         else:
@@ -290,7 +290,7 @@ def export(
                 names |= {c.id: c.name for c in m.tool_calls}
                 rendered = _model_out(m, res, goal, box, i)
             else:
-                rendered = {"role": "user", "parts": _parts_out(m, box, i, signed=True)}
+                rendered = {"role": "user", "parts": _parts_out(m, box, i)}
                 rendered = apply(rendered, res.get("m"))
             if not rendered["parts"] and not res:
                 box.leave(i, "message", "it has no part Gemini accepts")
@@ -308,23 +308,28 @@ def _render(group: dict[str, Any]) -> dict[str, Any]:
     return apply({"role": "user", "parts": parts}, group["shell"])
 
 
-def _parts_out(m: Message, box: Outbox, i: int, *, signed: bool) -> list[dict[str, Any]]:
+def _parts_out(m: Message, box: Outbox, i: int, refused: str | None = None) -> list[dict[str, Any]]:
+    # ``refused``: why the target does not accept the message's origin, when it does not.
     if m.content is None or isinstance(m.content, str):
         return [{"text": m.content}] if m.content else []
     out = []
     for part in m.content:
-        built = part_out(part, signed=signed)
-        if isinstance(part, TextPart) and part.signature is not None and not signed:
-            box.leave(i, "signature", "it came from another origin")
+        built = part_out(part, signed=refused is None)
+        if isinstance(part, TextPart) and part.signature is not None and refused is not None:
+            box.leave(i, "signature", refused)
         if built is None:
             box.leave(i, "content part", "no Gemini part holds it")
-        else:
-            out.append(built)
+            continue
+        # What is kept opaque or verbatim (``executableCode``, a signature-only part) too.
+        kept = built if refused is None else box.unsigned(i, built, refused)
+        if kept is not None:
+            out.append(kept)
     return out
 
 
 def _model_out(m: Message, res: Residue, goal: Target, box: Outbox, i: int) -> dict[str, Any]:
     signed = goal.accepts(m.origin)
+    refused = None if signed else goal.why_not(m.origin)
     thoughts: list[dict[str, Any] | None] = []
     for r in m.reasoning:
         origin = r.origin or m.origin
@@ -336,16 +341,18 @@ def _model_out(m: Message, res: Residue, goal: Target, box: Outbox, i: int) -> d
     calls = []
     for k, call in enumerate(m.tool_calls):
         built = call_part(call, signed=signed)
-        if call.signature is not None and not signed:
-            box.leave(i, "signature", goal.why_not(m.origin))
-        if k == 0 and not signed:
+        if refused is not None:
+            if call.signature is not None:
+                box.leave(i, "signature", refused)
+            built = box.stripped(i, built, refused)
+        if k == 0 and refused is not None:
             built["thoughtSignature"] = SKIP_SIGNATURE
         if call.arguments and args_object(call.arguments) is None:
             box.leave(i, "tool-call arguments", f"{call.id}: not a JSON object; sent as {{}}")
         calls.append(built)
     pools: dict[str, Sequence[dict[str, Any] | None]] = {
         "r": thoughts,
-        "p": _parts_out(m, box, i, signed=signed),
+        "p": _parts_out(m, box, i, refused),
         "c": calls,
     }
     content = [p for p in interleave(res.get("o"), pools) if p is not None]

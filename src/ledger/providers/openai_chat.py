@@ -199,6 +199,8 @@ def export(
     for i, m in enumerate(messages):
         box.foreign_fields(i, extras_of(m))
         built = apply(_message_out(m, goal, box, i), read_extra(m.extra, SHAPE))
+        if m.role is Role.ASSISTANT and not goal.accepts(m.origin):
+            built = _unsigned(built, box, i, goal.why_not(m.origin))
         if built.get("content") == [] and m.content:  # every part was left out
             if not built.get("tool_calls"):
                 box.leave(i, "message", "none of its content can be sent")
@@ -206,6 +208,19 @@ def export(
             built["content"] = None
         out.append(built)
     return Conversion(request={"messages": out}, left_out=tuple(box.left))
+
+
+def _unsigned(built: dict[str, Any], box: Outbox, i: int, why: str) -> dict[str, Any]:
+    # Fields kept verbatim (OpenRouter's ``reasoning_details``), the calls' (Gemini's
+    # ``extra_content``) and opaque parts' hold payloads bound to their provider (ADR 0106).
+    out = box.stripped(i, built, why)
+    calls, parts = out.get("tool_calls"), out.get("content")
+    if isinstance(calls, list):
+        out["tool_calls"] = [box.stripped(i, c, why) if isinstance(c, dict) else c for c in calls]
+    if isinstance(parts, list):
+        kept = [box.unsigned(i, p, why) if isinstance(p, dict) else p for p in parts]
+        out["content"] = [p for p in kept if p is not None]
+    return out
 
 
 def _message_out(m: Message, goal: Target, box: Outbox, i: int) -> dict[str, Any]:

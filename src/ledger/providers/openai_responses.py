@@ -340,15 +340,20 @@ def _turn_out(m: Message, res: Residue, goal: Target, box: Outbox, i: int) -> li
     tokens = res.get("o") or "r" * len(reasoning) + ("m" if _has_text(content) else "") + "c" * len(
         calls
     )
+    # Items kept opaque (a compaction item) and verbatim fields hold payloads bound to the
+    # endpoint too: without the origin, they go as reasoning does (reasoning decides its own).
+    refused = None if goal.accepts(m.origin) else goal.why_not(m.origin)
     out: list[dict[str, Any] | None] = []
     it_r, it_c, k = iter(reasoning), iter(calls), 0
     for t in tokens:
+        item: dict[str, Any] | None = None
         if t == "r":
             out.append(next(it_r, None))
-        elif t == "c":
-            out.append(next(it_c, None))
+            continue
+        if t == "c":
+            item = next(it_c, None)
         elif t == "o" and parts:
-            out.append(part_out(parts.pop(0), True))
+            item = part_out(parts.pop(0), True)
         elif t == "m":
             h = held[k] if k < len(held) else {}
             n = h.get("n", len(parts))
@@ -358,6 +363,8 @@ def _turn_out(m: Message, res: Residue, goal: Target, box: Outbox, i: int) -> li
             )
             if not keep_ids:
                 item.pop("id", None)
-            out.append(item)
             k += 1
+        if refused is not None and item is not None:
+            item = box.unsigned(i, item, refused)
+        out.append(item)
     return [o for o in out if o is not None]
