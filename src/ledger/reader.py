@@ -10,7 +10,6 @@ line ends are accepted; blank lines are skipped.
 from __future__ import annotations
 
 import io
-import mmap
 import os
 import re
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -388,16 +387,9 @@ def _rebuild_window(
 
 def _last_compaction(f: BinaryIO) -> tuple[int, int] | None:
     """The offset and seq of the last line that starts as a ``compacted`` record, if any."""
+    # Read, never mapped: a file truncated while mapped (a writer repairing a torn tail) would
+    # kill the reader with SIGBUS instead of showing it damage.
     end = f.seek(0, os.SEEK_END)
-    mapped = _mapped(f, end)
-    if mapped is not None:
-        # A search over the mapped file touches its pages in place: no read copies them.
-        with mapped:
-            i = mapped.rfind(_COMPACTED_LINE)
-            if i < 0:
-                return None
-            m = _COMPACTED_SEQ.match(mapped, i + 1, i + 1 + 64)
-            return None if m is None else (i + 1, int(m[1]))
     overlap = len(_COMPACTED_LINE) - 1
     pos = end
     carry = b""
@@ -414,16 +406,6 @@ def _last_compaction(f: BinaryIO) -> tuple[int, int] | None:
         carry = block[:overlap]
         pos = lo
     return None
-
-
-def _mapped(f: BinaryIO, size: int) -> mmap.mmap | None:
-    """The first ``size`` bytes of ``f`` mapped read-only, when ``f`` is a plain local file."""
-    if size < _SCAN_BYTES:
-        return None
-    try:
-        return mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
-    except (OSError, ValueError, io.UnsupportedOperation, AttributeError):
-        return None
 
 
 def _count_newlines(f: BinaryIO, begin: int, end: int) -> int:
