@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import replay.stop as stop_mod
-from ledger import AgentCheckpoint, ErrorDetail, Message, StopKind, Terminal
+from ledger import AgentCheckpoint, ErrorDetail, Message, RolloutWriter, StopKind, Terminal
 from ledger.reader import rebuild
-from replay import read_stop_facts
+from replay import read_replay, read_stop_facts
 from rollout_files import RolloutBuilder, conversation
 
 
@@ -294,3 +295,37 @@ def test_checkpoint_record_type_is_what_the_prefix_names() -> None:
     assert line.startswith(stop_mod._CHECKPOINT_PREFIX)
     term = encode_line(Terminal(seq=1, ts=datetime.now(UTC)))
     assert term.startswith(stop_mod._TERMINAL_PREFIX)
+
+
+def test_stop_looks_for_a_compaction_only_when_the_file_may_hold_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`stop()` searches the file backwards for its last compaction only when one was read at
+    open or written since: a session that never compacted is folded forward once."""
+    from ledger import reader
+
+    calls: list[int] = []
+    real = reader._last_compaction
+
+    def spy(f: Any) -> Any:
+        calls.append(1)
+        return real(f)
+
+    monkeypatch.setattr(reader, "_last_compaction", spy)
+
+    def stop_calls(writer: RolloutWriter) -> int:
+        before = len(calls)
+        writer.stop(StopKind.PAUSED)
+        return len(calls) - before
+
+    with RolloutWriter.create(tmp_path, session_id="plain") as w:
+        w.append(Message(role="user", content="hi"))
+        assert stop_calls(w) == 0
+    with RolloutWriter.open(w.path) as again:
+        again.compacted([Message(role="user", content="in short")])
+        assert stop_calls(again) == 1  # written since it opened
+    assert read_replay(w.path).verified
+    with RolloutWriter.open(w.path) as third:
+        third.append(Message(role="user", content="more"))
+        assert stop_calls(third) == 1  # read when it opened
+    assert read_replay(w.path).verified

@@ -41,6 +41,8 @@ from ledger import (
     WriterError,
     WriterFailedError,
     checkpoint_digest,
+    encode_record,
+    message_records,
 )
 from ledger.damage import DegradationKind
 from ledger.reader import rebuild
@@ -839,3 +841,16 @@ def test_rollout_and_sidecar_files_are_private(tmp_path: Path) -> None:
         assert w.repair is not None
         assert w.repair.sidecar is not None
         assert stat.S_IMODE(w.repair.sidecar.stat().st_mode) == 0o600
+
+
+@given(message=s.messages(), seq=s.seqs, ts=s.utc_datetimes)
+def test_the_writers_records_are_message_records(message: Message, seq: int, ts: datetime) -> None:
+    """The records the writer makes from templates on its append path are, byte for byte,
+    those `message_records` makes with the checked constructors (and the same refusal)."""
+    try:
+        expected = [encode_record(r) for r in message_records(message, first_seq=seq, ts=ts)]
+    except ValueError:
+        with pytest.raises(ValueError, match="only assistant messages carry reasoning"):
+            writer_module._lines_of(message, seq, ts)
+        return
+    assert writer_module._lines_of(message, seq, ts) == expected

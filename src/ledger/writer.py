@@ -35,10 +35,10 @@ import msgspec
 
 from ledger import locking
 from ledger.batching import MAX_BATCH_DELAY, MAX_BATCH_RECORDS, BatchQueue
-from ledger.codec import encode_line, encode_record, message_records
+from ledger.codec import encode_line, encode_record, message_records, split_message
 from ledger.context import delegation_coordinates
 from ledger.history import RewindTargets
-from ledger.messages import Message
+from ledger.messages import Message, Reasoning, Role
 from ledger.naming import rollout_filename
 from ledger.reader import DEFAULT_MAX_LINE_BYTES
 from ledger.records import (
@@ -51,6 +51,7 @@ from ledger.records import (
     ErrorDetail,
     ForkOrigin,
     MessageRecord,
+    ReasoningRecord,
     SessionMeta,
     StopKind,
     Terminal,
@@ -105,6 +106,34 @@ def _now() -> datetime:
 
 
 _OWN_TYPES: Final = frozenset(RECORD_TYPES)
+_MESSAGE_RECORD: Final = MessageRecord(
+    seq=1, ts=datetime(2000, 1, 1, tzinfo=UTC), message=Message(role=Role.USER)
+)
+_REASONING_RECORD: Final = ReasoningRecord(
+    seq=1, ts=datetime(2000, 1, 1, tzinfo=UTC), reasoning=Reasoning()
+)
+_replace = msgspec.structs.replace
+
+
+def _lines_of(message: Message, seq: int, ts: datetime) -> list[bytes]:
+    """The encoded records of ``message`` from ``seq`` on: its reasoning blocks, then itself
+    (:func:`~ledger.codec.message_records`'s rule). Records are made from templates: the checked
+    constructors would only check what is known good (the message and its blocks were checked
+    when they were built; seq and ts are the writer's own), at 4 us a record."""
+    if not message.reasoning:
+        return [encode_record(_replace(_MESSAGE_RECORD, seq=seq, ts=ts, message=message))]
+    if message.role != Role.ASSISTANT:
+        # The rule and its error are message_records'.
+        return [encode_record(r) for r in message_records(message, first_seq=seq, ts=ts)]
+    blocks, bare = split_message(message)
+    lines = [
+        encode_record(_replace(_REASONING_RECORD, seq=seq + k, ts=ts, reasoning=block))
+        for k, block in enumerate(blocks)
+    ]
+    lines.append(
+        encode_record(_replace(_MESSAGE_RECORD, seq=seq + len(blocks), ts=ts, message=bare))
+    )
+    return lines
 
 
 class RolloutWriter(AsyncForms, HistoryForms):
@@ -360,12 +389,7 @@ class RolloutWriter(AsyncForms, HistoryForms):
         with self._op_lock:
             self._check_usable()
             seq = self._q.next_seq()
-            if message.reasoning:
-                lines = [encode_record(r) for r in message_records(message, first_seq=seq, ts=ts)]
-            else:
-                # The common case, without the generator: one message, one record.
-                lines = [encode_record(MessageRecord(seq=seq, ts=ts, message=message))]
-            self._enqueue(lines)
+            self._enqueue(_lines_of(message, seq, ts))
 
     def compacted(
         self,
@@ -489,7 +513,12 @@ class RolloutWriter(AsyncForms, HistoryForms):
             seq = self._q.next_seq()
             try:
                 assert self._fd is not None
-                state, problem = read_back(self._fd, self._q.own_records(), seq - 1)
+                state, problem = read_back(
+                    self._fd,
+                    self._q.own_records(),
+                    seq - 1,
+                    compacted=self._targets.base > 1,  # a compaction was read or written
+                )
             except OSError as exc:
                 raise WriterError(
                     f"could not read back {self._path} to checkpoint it ({exc}); nothing "

@@ -203,10 +203,16 @@ def taken_rollout(
         raise
 
 
-def read_back(fd: int, own: tuple[int, int, int], last_seq: int) -> tuple[ReplayState, str | None]:
+def read_back(
+    fd: int, own: tuple[int, int, int], last_seq: int, *, compacted: bool = True
+) -> tuple[ReplayState, str | None]:
     """Rebuild the file through ``fd``, and say what is wrong if it is damaged, or does not end
     at ``last_seq``, or does not give back the writer's own records as they were written (``own``
-    is their first seq, count and CRC-32, :meth:`BatchQueue.own_records`)."""
+    is their first seq, count and CRC-32, :meth:`BatchQueue.own_records`).
+
+    ``compacted`` says the file may hold a compaction (one was read when it was opened, or
+    written since): only then is the last one looked for, backwards over the whole file; the
+    fold without it is the one that search falls back to when it finds none."""
     first, want_count, want_crc = own
     got = OwnRecords(first)
 
@@ -218,7 +224,7 @@ def read_back(fd: int, own: tuple[int, int, int], last_seq: int) -> tuple[Replay
                     got.add(encode_record(record))
 
     with io.BufferedReader(PreadFile(fd), CHUNK_BYTES) as f:
-        state = rebuild_stream(f, from_last_compaction=True, tap=tap)
+        state = rebuild_stream(f, from_last_compaction=compacted, tap=tap)
     damage = [d for d in state.degraded if d.is_damage]
     if damage:
         return state, _describe_damage(damage)
