@@ -158,8 +158,12 @@ def block_items(block: bytes, records: Sequence[object]) -> list[Item | None] | 
     record per line: a slice of the line itself when it is in the writer's form, as it almost
     always is; ``None`` for a record outside the conversation.
 
-    Returns ``None`` when the lines are not one object each: the caller then decodes them one
-    by one.
+    Returns ``None`` unless every line starts with ``{`` and ends with ``}`` (a ``\\r`` before
+    its ``\\n`` aside): the caller then decodes the lines one by one. With as many records as
+    lines, that proves one record per line: JSON never puts ``{`` right after ``}`` inside one
+    value, so no record spans two such lines, and a line holding two records would leave
+    another line with none, which cannot start with ``{``. Without the proof a record could be
+    paired with its neighbour's line, and a checkpoint would certify bytes it does not hold.
     """
     end = len(block)
     view = memoryview(block)
@@ -176,22 +180,19 @@ def block_items(block: bytes, records: Sequence[object]) -> list[Item | None] | 
         if stop < 0 or block[pos] != 0x7B:  # "{"
             return None
         body = stop - 1 if block[stop - 1] == 0x0D else stop  # a CRLF end is not content
+        if body <= pos or block[body - 1] != 0x7D:  # "}"
+            return None
         kind = type(record)
         if kind is MessageRecord:
             m = match_message(block, pos, body)
             message = record.message  # type: ignore[attr-defined]
-            if (
-                m is None
-                or block[body - 1] != 0x7D  # "}"
-                or message.is_anchored
-                or message.truncation_marker is not None
-            ):
+            if m is None or message.is_anchored or message.truncation_marker is not None:
                 append(record_item(record, block[pos:stop]))
             else:
                 append(view[m.end() - message_key : body - 1])
         elif kind is ReasoningRecord:
             m = match_reasoning(block, pos, body)
-            if m is None or block[body - 1] != 0x7D:
+            if m is None:
                 append(record_item(record, block[pos:stop]))
             else:
                 append(view[m.end() - reasoning_key : body - 1])
