@@ -67,13 +67,24 @@ def _key(section: str, case: str) -> str:
 
 def goals_of(rows: Iterable[_Row]) -> dict[str, Goal]:
     """The judged rows of a run (a PASS or MISS with a ratio) as goals, keyed by section and
-    case; a goal written ``<= ...`` is better lower, any other better higher."""
-    out: dict[str, Goal] = {}
+    case; a case named alike under several rows (a comparison under the row it compares) is
+    keyed under that row.
+    A goal written ``<= ...`` is better lower, any other better higher."""
+    rows = list(rows)
+    seen: dict[tuple[str, str], int] = {}
     for r in rows:
+        seen[r.section, r.case] = seen.get((r.section, r.case), 0) + 1
+    out: dict[str, Goal] = {}
+    parent = ""
+    for r in rows:
+        if not r.case.startswith(" "):
+            parent = r.case
+        # A comparison named alike under several rows is told apart by the row above it.
+        case = f"{parent} / {r.case}" if seen[r.section, r.case] > 1 else r.case
         if r.status not in ("PASS", "MISS") or r.ratio is None:
             continue
         lower = r.goal.lstrip().startswith(("<=", "<"))
-        out[_key(r.section, r.case)] = Goal(float(r.ratio), not lower, r.status == "PASS", r.goal)
+        out[_key(r.section, case)] = Goal(float(r.ratio), not lower, r.status == "PASS", r.goal)
     return out
 
 

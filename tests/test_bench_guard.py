@@ -28,6 +28,23 @@ ROWS = [
 ]
 
 
+def test_comparisons_are_keyed_under_the_row_they_compare() -> None:
+    """Indented comparison rows of the same name under different rows are different goals."""
+    rows = [
+        R("resume", "replay ascii 1 MB", None, "", ""),
+        R("resume", "  vs floor", 1.1, "<= 1.2x", "PASS"),
+        R("resume", "replay cjk 1 MB", None, "", ""),
+        R("resume", "  vs floor", 1.3, "<= 1.2x", "MISS"),
+        R("resume", "  replay growth", 1.0, "<= 2x", "PASS"),
+    ]
+    goals = guard.goals_of(rows)
+    assert set(goals) == {
+        "resume: replay ascii 1 MB / vs floor",
+        "resume: replay cjk 1 MB / vs floor",
+        "resume: replay growth",
+    }
+
+
 def test_goals_are_the_judged_rows_with_their_direction() -> None:
     """Only PASS/MISS rows with a ratio are goals; a `<=` goal is better lower."""
     goals = guard.goals_of(ROWS)
