@@ -10,7 +10,8 @@ from pathlib import Path
 import fsspec
 import pytest
 
-from ledger import Message, RolloutWriter, StopKind
+from ledger import DegradationKind, Message, RolloutWriter, StopKind
+from replay import read_replay
 from replay.fleet import ShipAction, build_index, fleet_sql, ship
 from replay.fleet import _ship as ship_module
 from replay.retention import prune
@@ -198,3 +199,45 @@ def test_a_session_that_grew_after_shipping_is_named_as_such(tmp_path: Path) -> 
     assert item.action is ShipAction.CONFLICT
     assert "earlier state" in item.reason
     assert "remove the remote one" in item.reason
+
+
+def _source_and_fork(root: Path) -> tuple[Path, Path]:
+    source = _session(root, "src")
+    fork = RolloutWriter.fork(source)
+    fork.append(Message(role="user", content="and then?"))
+    fork.stop(StopKind.COMPLETED)
+    fork.close()
+    return source, fork.path
+
+
+def test_a_fork_stored_as_an_object_reads_its_source_from_the_store(tmp_path: Path) -> None:
+    """A fork shipped beside its source replays from the store with its inherited conversation,
+    verified, whether the store's root is given or implied by the fork's URL; `verify --all` on
+    the store passes."""
+    root = tmp_path / "root"
+    _source_and_fork(root)
+    local = {r.path.name: r for r in (read_replay(p) for p in root.glob("*.jsonl"))}
+    dest = f"file://{tmp_path / 'dest'}"
+    report = ship(root, dest)
+    assert report.ok
+    (fork_item,) = [i for i in report.items if "_src" not in i.path.name]
+    assert fork_item.url is not None
+    for given_root in (None, dest):
+        rep = read_replay(fork_item.url, root=given_root)
+        assert rep.verified, rep.degraded
+        assert rep.exact
+        assert list(rep.messages) == list(local[fork_item.path.name].messages)
+
+
+def test_a_stored_fork_without_its_source_says_so(tmp_path: Path) -> None:
+    """A fork shipped without its source is not verified and names the missing source."""
+    root = tmp_path / "root"
+    source, fork = _source_and_fork(root)
+    dest = tmp_path / "dest"
+    assert ship(root, f"file://{dest}").ok
+    (shipped_source,) = dest.rglob(source.name)
+    shipped_source.unlink()
+    (shipped_fork,) = dest.rglob(fork.name)
+    rep = read_replay(f"file://{shipped_fork}")
+    assert not rep.verified
+    assert DegradationKind.FORK_SOURCE_MISSING in {d.kind for d in rep.degraded}

@@ -50,14 +50,16 @@ __all__ = [
 
 @attrs.frozen
 class Located:
-    """Where a locator found a source: the file, and whether it was elsewhere than recorded."""
+    """Where a locator found a source: the file (or the URL of an object), whether it was
+    elsewhere than recorded, and how to open it when it is not a local file."""
 
-    path: Path
+    path: Path | str
     moved: bool = False
+    opener: Callable[[], BinaryIO] | None = attrs.field(default=None, eq=False)
 
 
-Locator = Callable[[ForkOrigin, Path], Located | None]
-"""Finds the source of a fork: ``(origin, the fork's file) -> Located | None``."""
+Locator = Callable[[ForkOrigin, Path | str], Located | None]
+"""Finds the source of a fork: ``(origin, the fork's file or URL) -> Located | None``."""
 
 
 @attrs.frozen
@@ -66,7 +68,7 @@ class Link:
     the fork took it up to, and how many messages of its own it gave."""
 
     session_id: str
-    path: Path | None
+    path: Path | str | None
     seq: int
     messages: int
     verified: bool
@@ -232,11 +234,14 @@ def plan_fork(
     )
 
 
-def recorded_locator(origin: ForkOrigin, fork_path: Path) -> Located | None:
+def recorded_locator(origin: ForkOrigin, fork_path: Path | str) -> Located | None:
     """Find a fork's source where the fork recorded it, else beside the fork by its id.
 
-    The recorded path is followed only when its file name names the source session.
+    The recorded path is followed only when its file name names the source session. Local
+    files only: an object's sources are found by the read side (``replay.lineage``).
     """
+    if not isinstance(fork_path, Path):
+        return None
     base = fork_path.parent
     if origin.path:
         candidate = Path(os.path.normpath(base / origin.path))
@@ -259,7 +264,7 @@ def _is_file(path: Path) -> bool:
         return False
 
 
-def read_inherited(meta: SessionMeta, path: Path, locate: Locator | None = None) -> Inherited:
+def read_inherited(meta: SessionMeta, path: Path | str, locate: Locator | None = None) -> Inherited:
     """The conversation the fork at ``path`` (whose head is ``meta``) inherits.
 
     Reads each source of the chain once, from its first line through its fork point, nearest
@@ -291,7 +296,7 @@ def read_inherited(meta: SessionMeta, path: Path, locate: Locator | None = None)
             )
             break
         seen.add(_identity(found.path))
-        state, problem = _read_source(found.path, origin)
+        state, problem = _read_source(found, origin)
         if found.moved:
             degraded.append(
                 Degradation(
@@ -327,7 +332,9 @@ def read_inherited(meta: SessionMeta, path: Path, locate: Locator | None = None)
     return Inherited(messages=messages, links=tuple(links), degraded=tuple(degraded))
 
 
-def _identity(path: Path) -> tuple[int, int] | str:
+def _identity(path: Path | str) -> tuple[int, int] | str:
+    if not isinstance(path, Path):
+        return path  # an object's URL is its identity
     try:
         st = os.stat(path)
     except OSError:
@@ -345,10 +352,10 @@ def _missing(who: str, origin: ForkOrigin) -> Degradation:
     )
 
 
-def _read_source(path: Path, origin: ForkOrigin) -> tuple[ReplayState | None, str | None]:
+def _read_source(found: Located, origin: ForkOrigin) -> tuple[ReplayState | None, str | None]:
     """The source's state at the fork point, and what does not match the origin, if anything."""
     try:
-        with open_source(path) as f:
+        with found.opener() if found.opener is not None else open_source(found.path) as f:
             state = state_at(f, origin.seq)
     except OSError as exc:
         return None, f"cannot be read ({exc.strerror or exc})"

@@ -10,19 +10,21 @@ root, when a root is given), else the source found by its id under the root with
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from ledger.damage import Degradation, DegradationKind
-from ledger.lineage import Inherited, Link, Located, Locator, names_session, read_inherited
+from ledger.lineage import Inherited, Located, Locator, names_session, read_inherited
 from ledger.reader import rebuild
 from ledger.records import ForkOrigin
 from ledger.reducer import ReplayState, UsageTotals
 from replay._files import open_rollout
-from replay._location import Location
+from replay._location import Location, ObjectURL
 from replay.lookup import SessionLookupError, find_session
 
-__all__ = ["inherited_for", "root_locator", "session_usage", "total_usage"]
+__all__ = ["inherited_for", "root_locator", "session_usage", "store_locator", "total_usage"]
+
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 def root_locator(root: str | os.PathLike[str] | None = None) -> Locator:
@@ -33,7 +35,9 @@ def root_locator(root: str | os.PathLike[str] | None = None) -> Locator:
     """
     base = None if root is None else Path(root)
 
-    def locate(origin: ForkOrigin, fork_path: Path) -> Located | None:
+    def locate(origin: ForkOrigin, fork_path: Path | str) -> Located | None:
+        if not isinstance(fork_path, Path):
+            return None
         where = base if base is not None else fork_path.parent
         if origin.path:
             candidate = Path(os.path.normpath(fork_path.parent / origin.path))
@@ -53,6 +57,38 @@ def root_locator(root: str | os.PathLike[str] | None = None) -> Locator:
         return Located(found, moved=True)
 
     return locate
+
+
+def store_locator(root: str | None = None) -> Locator:
+    """A locator for forks stored as objects: the source is searched by id, by object names
+    only, under ``root`` (a URL), or under the store's root the fork's URL implies (the folder
+    above its day folder, where ``rollout ship`` puts objects, else its own folder).
+
+    The day layout of a store is not the layout the fork recorded its source's path in, so an
+    object found by id under its own file name is where it should be (not moved).
+    """
+
+    def locate(origin: ForkOrigin, fork_path: Path | str) -> Located | None:
+        where = root if root is not None else _store_root(str(fork_path))
+        try:
+            found = find_session(where, origin.session_id)
+        except (SessionLookupError, OSError):
+            return None
+        if not isinstance(found, str) or not names_session(
+            ObjectURL(found).name, origin.session_id
+        ):
+            return None
+        recorded = Path(origin.path).name if origin.path else None
+        url = ObjectURL(found)
+        return Located(url, moved=recorded != url.name, opener=lambda: open_rollout(url))
+
+    return locate
+
+
+def _store_root(url: str) -> str:
+    folder = url.rstrip("/").rsplit("/", 1)[0]
+    parent, _, last = folder.rpartition("/")
+    return parent if _DAY.fullmatch(last) and "://" in parent else folder
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -75,18 +111,10 @@ def inherited_for(
     if meta is None or meta.fork is None or state.compactions:
         return None
     if not isinstance(path, Path):
-        origin = meta.fork
-        return Inherited(
-            links=(Link(origin.session_id, None, origin.seq, 0, verified=False),),
-            degraded=(
-                Degradation(
-                    kind=DegradationKind.FORK_SOURCE_MISSING,
-                    detail=f"the source session {origin.session_id} of this fork was not read: "
-                    "sources are read from local files, and this fork is an object; replay a "
-                    "local copy beside its source, or make the fork with `rollout fork --copy`",
-                ),
-            ),
-        )
+        url_root = None if root is None else os.fspath(root)
+        if url_root is not None and "://" not in url_root:
+            url_root = None  # a local root says nothing of where objects are
+        return read_inherited(meta, path, store_locator(url_root))
     return read_inherited(meta, path, root_locator(root))
 
 
