@@ -9,15 +9,16 @@ never needs ``replay`` (SPEC rule 5).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final
 
 import attrs
 
 from ledger.codec import join_message
 from ledger.damage import Degradation, DegradationKind
 from ledger.digest import Item, digest_of_groups, group_hash, record_item
-from ledger.history import Rewound
-from ledger.messages import Role
+from ledger.history import Rewound, SeqRun
+from ledger.messages import Message, Reasoning, Role
 from ledger.records import (
     DESCRIPTION_TYPES,
     FORMAT_VERSION,
@@ -49,82 +50,73 @@ __all__ = [
 _ASSISTANT = Role.ASSISTANT
 
 
+_FIELDS: Final = tuple(f.name for f in attrs.fields(ReplayState))
+# The fields the builder changes in place: a mutable copy in, an immutable one out.
+_THAW: Final[dict[str, Callable[[Any], Any]]] = {
+    "messages": list,
+    "pending_reasoning": list,
+    "degraded": list,
+    "usage_ids": set,
+    "seq_runs": list,
+    "digest_groups": list,
+    "pending_items": list,
+}
+_FREEZE: Final[dict[str, Callable[[Any], Any]]] = {
+    name: frozenset if thaw is set else tuple for name, thaw in _THAW.items()
+}
+
+
 class _Builder:
     """The mutable twin of :class:`ReplayState`, private to this module."""
 
-    __slots__ = tuple(f.name for f in attrs.fields(ReplayState))
+    __slots__ = _FIELDS
+    # The working forms of the state's fields; every field is named here once, and a field of
+    # ReplayState without its line fails the type check where the reducer uses it.
+    meta: SessionMeta | None
+    messages: list[Message]
+    pending_reasoning: list[Reasoning]
+    checkpoint: AgentCheckpoint | None
+    checkpoint_line: int | None
+    at_checkpoint: tuple[Message, ...]
+    after_checkpoint: int
+    terminal: Terminal | None
+    terminal_line: int | None
+    compactions: int
+    compacted_line: int | None
+    last_seq: int | None
+    entries: int
+    degraded: list[Degradation]
+    damaged_run: int
+    window_start_line: int | None
+    usage: UsageTotals
+    usage_ids: set[str]
+    turn: Turn | None
+    turns: int
+    events: int
+    last_event: Event | None
+    title: str | None
+    meta_updates: int
+    seq_runs: list[SeqRun]
+    run_broken: bool
+    rewound: Rewound
+    digest_rule: int
+    digest_compaction: bytes | None
+    digest_base: int
+    digest_groups: list[bytes]
+    pending_items: list[bytes]
+    at_checkpoint_digest: str | None
 
     def __init__(self, s: ReplayState) -> None:
-        self.meta = s.meta
-        self.messages = list(s.messages)
-        self.pending_reasoning = list(s.pending_reasoning)
-        self.checkpoint = s.checkpoint
-        self.checkpoint_line = s.checkpoint_line
-        self.at_checkpoint = s.at_checkpoint
-        self.after_checkpoint = s.after_checkpoint
-        self.terminal = s.terminal
-        self.terminal_line = s.terminal_line
-        self.compactions = s.compactions
-        self.compacted_line = s.compacted_line
-        self.last_seq = s.last_seq
-        self.entries = s.entries
-        self.degraded = list(s.degraded)
-        self.damaged_run = s.damaged_run
-        self.window_start_line = s.window_start_line
-        self.usage = s.usage
-        self.usage_ids = set(s.usage_ids)
-        self.turn = s.turn
-        self.turns = s.turns
-        self.events = s.events
-        self.last_event = s.last_event
-        self.title = s.title
-        self.meta_updates = s.meta_updates
-        self.seq_runs = list(s.seq_runs)
-        self.run_broken = s.run_broken
-        self.rewound = s.rewound
-        self.digest_rule = s.digest_rule
-        self.digest_compaction = s.digest_compaction
-        self.digest_base = s.digest_base
-        self.digest_groups = list(s.digest_groups)
-        self.pending_items = list(s.pending_items)
-        self.at_checkpoint_digest = s.at_checkpoint_digest
+        for name in _FIELDS:
+            value = getattr(s, name)
+            thaw = _THAW.get(name)
+            setattr(self, name, value if thaw is None else thaw(value))
 
     def freeze(self) -> ReplayState:
-        return ReplayState(
-            meta=self.meta,
-            messages=tuple(self.messages),
-            pending_reasoning=tuple(self.pending_reasoning),
-            checkpoint=self.checkpoint,
-            checkpoint_line=self.checkpoint_line,
-            at_checkpoint=self.at_checkpoint,
-            after_checkpoint=self.after_checkpoint,
-            terminal=self.terminal,
-            terminal_line=self.terminal_line,
-            compactions=self.compactions,
-            compacted_line=self.compacted_line,
-            last_seq=self.last_seq,
-            entries=self.entries,
-            degraded=tuple(self.degraded),
-            damaged_run=self.damaged_run,
-            window_start_line=self.window_start_line,
-            usage=self.usage,
-            usage_ids=frozenset(self.usage_ids),
-            turn=self.turn,
-            turns=self.turns,
-            events=self.events,
-            last_event=self.last_event,
-            title=self.title,
-            meta_updates=self.meta_updates,
-            seq_runs=tuple(self.seq_runs),
-            run_broken=self.run_broken,
-            rewound=self.rewound,
-            digest_rule=self.digest_rule,
-            digest_compaction=self.digest_compaction,
-            digest_base=self.digest_base,
-            digest_groups=tuple(self.digest_groups),
-            pending_items=tuple(self.pending_items),
-            at_checkpoint_digest=self.at_checkpoint_digest,
-        )
+        values = {name: getattr(self, name) for name in _FIELDS}
+        for name, frozen in _FREEZE.items():
+            values[name] = frozen(values[name])
+        return ReplayState(**values)
 
     def degrade(
         self, kind: DegradationKind, detail: str, line: int | None, seq: int | None = None
