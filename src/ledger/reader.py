@@ -13,7 +13,7 @@ import io
 import os
 import re
 from collections.abc import Callable, Generator, Iterator, Sequence
-from typing import Any, BinaryIO, Final
+from typing import BinaryIO, Final
 
 import attrs
 import msgspec
@@ -26,7 +26,6 @@ from ledger.reducer import Entry, ReplayState, fold_batches
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
-    "PreadFile",
     "iter_batches",
     "iter_entries",
     "iter_file_entries",
@@ -311,44 +310,6 @@ def _tapped(it: Iterator[Batch], tap: Callable[[Sequence[Entry]], None]) -> Iter
     for batch in it:
         tap(batch[1])
         yield batch
-
-
-class PreadFile(io.RawIOBase):
-    """A read-only, seekable stream over a file descriptor, by positional reads only.
-
-    It never moves the descriptor's own offset, so a writer can read back the file it holds
-    (through the descriptor it writes, whatever the path now names) while it appends.
-    """
-
-    def __init__(self, fd: int) -> None:
-        super().__init__()
-        self._fd = fd
-        self._pos = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        data = os.pread(self._fd, len(buffer), self._pos)
-        n = len(data)
-        buffer[:n] = data
-        self._pos += n
-        return n
-
-    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        if whence == os.SEEK_SET:
-            self._pos = offset
-        elif whence == os.SEEK_CUR:
-            self._pos += offset
-        else:
-            self._pos = os.fstat(self._fd).st_size + offset
-        return self._pos
-
-    def tell(self) -> int:
-        return self._pos
 
 
 # --- the window after the last compaction ---------------------------------------------------

@@ -15,7 +15,7 @@ import os
 import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from ledger import locking
 from ledger.batching import OwnRecords, writev_all
@@ -27,7 +27,7 @@ from ledger.naming import (
     parse_rollout_filename,
     session_token,
 )
-from ledger.reader import CHUNK_BYTES, PreadFile, rebuild_stream
+from ledger.reader import CHUNK_BYTES, rebuild_stream
 from ledger.records import RECORD_TYPES, Record
 from ledger.reducer import Entry, ReplayState
 from ledger.tail import FILE_MODE, TailRepair, check_head, repair_tail
@@ -39,7 +39,7 @@ from ledger.writer_errors import (
     WriterError,
 )
 
-__all__ = ["new_rollout", "read_back", "session_rollout", "taken_rollout"]
+__all__ = ["PreadFile", "new_rollout", "read_back", "session_rollout", "taken_rollout"]
 
 log = logging.getLogger("ledger.writer")
 
@@ -259,3 +259,41 @@ def _fsync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(dfd)
+
+
+class PreadFile(io.RawIOBase):
+    """A read-only, seekable stream over a file descriptor, by positional reads only.
+
+    It never moves the descriptor's own offset, so a writer can read back the file it holds
+    (through the descriptor it writes, whatever the path now names) while it appends.
+    """
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = os.pread(self._fd, len(buffer), self._pos)
+        n = len(data)
+        buffer[:n] = data
+        self._pos += n
+        return n
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        if whence == os.SEEK_SET:
+            self._pos = offset
+        elif whence == os.SEEK_CUR:
+            self._pos += offset
+        else:
+            self._pos = os.fstat(self._fd).st_size + offset
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
