@@ -297,11 +297,11 @@ def test_checkpoint_record_type_is_what_the_prefix_names() -> None:
     assert term.startswith(stop_mod._TERMINAL_PREFIX)
 
 
-def test_stop_looks_for_a_compaction_only_when_the_file_may_hold_one(
+def test_stop_never_searches_backwards_for_a_compaction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`stop()` searches the file backwards for its last compaction only when one was read at
-    open or written since: a session that never compacted is folded forward once."""
+    """`stop()` reads on from where the writer's last read ended (its open or its last stop,
+    ADR 0067), never back from the end for a compaction, whether or not one was written."""
     from ledger import reader
 
     calls: list[int] = []
@@ -323,9 +323,9 @@ def test_stop_looks_for_a_compaction_only_when_the_file_may_hold_one(
         assert stop_calls(w) == 0
     with RolloutWriter.open(w.path) as again:
         again.compacted([Message(role="user", content="in short")])
-        assert stop_calls(again) == 1  # written since it opened
+        assert stop_calls(again) == 0
     assert read_replay(w.path).verified
     with RolloutWriter.open(w.path) as third:
         third.append(Message(role="user", content="more"))
-        assert stop_calls(third) == 1  # read when it opened
+        assert stop_calls(third) == 0
     assert read_replay(w.path).verified

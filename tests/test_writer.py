@@ -23,6 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import ledger.readback as readback
 import ledger.writer as writer_module
 import ledger.writer_files as writer_files
 import strategies as s
@@ -704,7 +705,7 @@ def test_stop_that_cannot_read_the_file_back_writes_nothing(
     def unreadable(f: Any, **kwargs: Any) -> Any:
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(writer_files, "rebuild_stream", unreadable)
+    monkeypatch.setattr(readback, "iter_batches", unreadable)
     with pytest.raises(WriterError, match="could not read back"):
         writer.stop(StopKind.PAUSED)
     monkeypatch.undo()

@@ -32,9 +32,6 @@ MAX_BATCH_DELAY: Final = 0.020
 
 _NL: Final = b"\n"
 _IOV_MAX: Final = 1024
-# Records are encoded with their tag first (the codec's canonical form): a compaction is seen
-# by its first bytes.
-_COMPACTED: Final = b'{"type":"compacted"'
 
 
 def writev_all(fd: int, buffers: list[bytes]) -> int:
@@ -58,8 +55,9 @@ def writev_all(fd: int, buffers: list[bytes]) -> int:
 
 
 class OwnRecords:
-    """What a writer wrote since it opened the file, or since its own last compaction (which
-    is where a read-back starts): the first seq, how many records, their CRC-32 (ADR 0052)."""
+    """What a writer wrote since it opened the file, or since its last read-back (which is
+    where the next one starts): the first seq, how many records, the CRC-32 of their lines,
+    each with its line end (ADR 0052)."""
 
     __slots__ = ("count", "crc", "first")
 
@@ -69,8 +67,14 @@ class OwnRecords:
         self.crc = 0
 
     def add(self, line: bytes) -> None:
-        self.crc = zlib.crc32(line, self.crc)
+        """Count one record written as ``line`` and its line end."""
+        self.crc = zlib.crc32(_NL, zlib.crc32(line, self.crc))
         self.count += 1
+
+    def add_lines(self, lines: bytes, count: int) -> None:
+        """Count ``count`` records given as their lines, each ending in ``\\n``, one buffer."""
+        self.crc = zlib.crc32(lines, self.crc)
+        self.count += count
 
     def copy(self) -> OwnRecords:
         twin = OwnRecords(self.first)
@@ -157,10 +161,18 @@ class BatchQueue:
             return self.error
 
     def own_records(self) -> tuple[int, int, int]:
-        """``(first seq, count, CRC-32)`` of the records written since the last compaction (or
-        since the writer took the file up)."""
+        """``(first seq, count, CRC-32)`` of the records written since the writer took the file
+        up, or since its last read-back (:meth:`restart_own`)."""
         with self._lock:
             return self.own.snapshot()
+
+    def restart_own(self, seq: int) -> None:
+        """Count the writer's own records from ``seq`` on: the records before it were read back.
+        Only with nothing queued or being written (after a drain, appends held off)."""
+        with self._lock:
+            assert not self.queue
+            assert self.written == self.taken
+            self.own = OwnRecords(seq)
 
     def join(self) -> None:
         """Let the worker write what is queued (unless failed) and end; wait for it."""
@@ -240,14 +252,9 @@ class BatchQueue:
                 return
             # Only this thread changes ``written`` and ``own``: the witness is computed without
             # the lock (appends go on meanwhile) and published with the counts.
-            seq = self.first_seq + self.written
             own = self.own.copy()
             for line in batch:
-                if line.startswith(_COMPACTED):
-                    # A read-back starts at the last compaction: count from here.
-                    own = OwnRecords(seq)
                 own.add(line)
-                seq += 1
             with self._lock:
                 self.own = own
                 self.good_size += size

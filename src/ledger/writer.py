@@ -38,6 +38,7 @@ from ledger.context import delegation_coordinates
 from ledger.history import RewindTargets
 from ledger.messages import Message, Reasoning, Role
 from ledger.naming import rollout_filename
+from ledger.readback import ReadMark, mark_of_open, read_back
 from ledger.reader import DEFAULT_MAX_LINE_BYTES
 from ledger.records import (
     DESCRIPTION_TYPES,
@@ -74,7 +75,7 @@ from ledger.writer_errors import (
     WriterFailedError,
     durability_arg,
 )
-from ledger.writer_files import new_rollout, read_back, session_rollout, taken_rollout
+from ledger.writer_files import new_rollout, session_rollout, taken_rollout
 from ledger.writer_history import HistoryForms
 from ledger.writer_life import LifeForms, track
 
@@ -149,6 +150,7 @@ class RolloutWriter(LifeForms, AsyncForms, HistoryForms):
         stopped: bool = False,
         targets: RewindTargets | None = None,
         origin: ForkOrigin | None = None,
+        mark: ReadMark | None = None,
     ) -> None:
         # ``stopped``: nothing this writer must account for at close (a reopened file is left
         # as found unless records are appended; a new one is not, ADR 0053).
@@ -171,6 +173,7 @@ class RolloutWriter(LifeForms, AsyncForms, HistoryForms):
         self._stop_task: asyncio.Future[Terminal] | None = None
         self._targets = targets or RewindTargets()
         self._origin = origin
+        self._mark = mark or ReadMark()  # what the last read of the file established
         self._q = BatchQueue(
             fd,
             name=path.name,
@@ -300,18 +303,20 @@ class RolloutWriter(LifeForms, AsyncForms, HistoryForms):
         durability = durability_arg(durability)
         with taken_rollout(Path(path), durability) as (real, fd, state, repair):
             assert state.meta is not None  # taken_rollout checked the head
+            size = os.fstat(fd).st_size
             writer = cls(
                 path=real,
                 fd=fd,
                 session_id=state.meta.session_id,
                 agent_name=state.meta.agent_name,
                 next_seq=(state.last_seq or 0) + 1,
-                size=os.fstat(fd).st_size,
+                size=size,
                 durability=durability,
                 repair=repair,
                 stopped=True,
                 targets=RewindTargets(state.rewound.base, state.rewound.ranges),
                 origin=state.meta.fork,
+                mark=mark_of_open(fd, size, state),
             )
             writer._start()
         return writer
@@ -509,11 +514,8 @@ class RolloutWriter(LifeForms, AsyncForms, HistoryForms):
             seq = self._q.next_seq()
             try:
                 assert self._fd is not None
-                state, problem = read_back(
-                    self._fd,
-                    self._q.own_records(),
-                    seq - 1,
-                    compacted=self._targets.base > 1,  # a compaction was read or written
+                state, problem, mark = read_back(
+                    self._fd, self._q.own_records(), seq - 1, self._mark
                 )
             except OSError as exc:
                 raise WriterError(
@@ -533,6 +535,9 @@ class RolloutWriter(LifeForms, AsyncForms, HistoryForms):
                     message_count=len(state.messages),
                 )
                 lines = [encode_record(checkpoint), encode_record(terminal)]
+                # The next read-back starts where this one ended; what follows is counted anew.
+                self._mark = mark
+                self._q.restart_own(seq)
             else:
                 terminal = Terminal(
                     seq=seq,

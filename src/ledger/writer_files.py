@@ -13,14 +13,12 @@ import io
 import logging
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from ledger import locking
-from ledger.batching import OwnRecords, writev_all
-from ledger.codec import encode_record
-from ledger.damage import Degradation
+from ledger.batching import writev_all
 from ledger.naming import (
     ROLLOUT_SUFFIX,
     RolloutNameError,
@@ -28,8 +26,7 @@ from ledger.naming import (
     session_token,
 )
 from ledger.reader import CHUNK_BYTES, rebuild_stream
-from ledger.records import RECORD_TYPES, Record
-from ledger.reducer import Entry, ReplayState
+from ledger.reducer import ReplayState
 from ledger.tail import FILE_MODE, TailRepair, check_head, repair_tail
 from ledger.writer_errors import (
     Durability,
@@ -39,11 +36,9 @@ from ledger.writer_errors import (
     WriterError,
 )
 
-__all__ = ["PreadFile", "new_rollout", "read_back", "session_rollout", "taken_rollout"]
+__all__ = ["PreadFile", "new_rollout", "session_rollout", "taken_rollout"]
 
 log = logging.getLogger("ledger.writer")
-
-_OWN_TYPES: Final = frozenset(RECORD_TYPES)
 
 
 def session_rollout(directory: Path, session_id: str, agent_name: str | None) -> Path | None:
@@ -201,50 +196,6 @@ def taken_rollout(
                 exc,
             ) from exc
         raise
-
-
-def read_back(
-    fd: int, own: tuple[int, int, int], last_seq: int, *, compacted: bool = True
-) -> tuple[ReplayState, str | None]:
-    """Rebuild the file through ``fd``, and say what is wrong if it is damaged, or does not end
-    at ``last_seq``, or does not give back the writer's own records as they were written (``own``
-    is their first seq, count and CRC-32, :meth:`BatchQueue.own_records`).
-
-    ``compacted`` says the file may hold a compaction (one was read when it was opened, or
-    written since): only then is the last one looked for, backwards over the whole file; the
-    fold without it is the one that search falls back to when it finds none."""
-    first, want_count, want_crc = own
-    got = OwnRecords(first)
-
-    def tap(entries: Sequence[Entry]) -> None:
-        for entry in entries:
-            if type(entry) in _OWN_TYPES:
-                record: Record = entry  # type: ignore[assignment]
-                if record.seq >= first:
-                    got.add(encode_record(record))
-
-    with io.BufferedReader(PreadFile(fd), CHUNK_BYTES) as f:
-        state = rebuild_stream(f, from_last_compaction=compacted, tap=tap)
-    damage = [d for d in state.degraded if d.is_damage]
-    if damage:
-        return state, _describe_damage(damage)
-    if state.last_seq != last_seq:
-        return state, (
-            f"the file read back ends at seq {state.last_seq}, but this writer wrote up to "
-            f"seq {last_seq}"
-        )
-    if (got.count, got.crc) != (want_count, want_crc):
-        return state, (
-            f"the {want_count} record(s) this writer wrote from seq {first} did not come back "
-            f"as written ({got.count} read back, content differs): a value was lost between "
-            "encoding and decoding"
-        )
-    return state, None
-
-
-def _describe_damage(damage: list[Degradation]) -> str:
-    more = f" (and {len(damage) - 1} more)" if len(damage) > 1 else ""
-    return f"the file read back reports damage: {damage[0]}{more}"
 
 
 def _fsync_dir(directory: Path) -> None:
