@@ -8,7 +8,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ledger import (
@@ -16,10 +16,12 @@ from ledger import (
     Message,
     Reasoning,
     ReasoningRecord,
+    Role,
     StopKind,
     ToolCall,
     encode_line,
 )
+from ledger.digest import message_items
 from ledger.testing import abandon
 from ledger.writer import RolloutWriter
 from replay import (
@@ -35,6 +37,7 @@ from replay import (
 from replay.replay import BYTES_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS
 from rollout_files import RolloutBuilder, conversation
 from strategies import message_lists
+from strategies import messages as any_messages
 
 
 def kinds(rep: Replay) -> list[DegradationKind]:
@@ -419,7 +422,7 @@ def test_token_counter_is_pluggable(tmp_path: Path) -> None:
 def test_default_estimate_ascii_and_cjk() -> None:
     """The default estimate counts ~4 ASCII bytes per token and one token per CJK character."""
     ascii_msg = Message(role="user", content="a" * 400)
-    n_ascii = len(msgspec.json.encode(ascii_msg))
+    n_ascii = sum(len(item) for item in message_items(ascii_msg))  # as the writer's line holds it
     assert estimate_tokens(ascii_msg) == MESSAGE_OVERHEAD_TOKENS + -(-n_ascii // BYTES_PER_TOKEN)
     cjk = Message(role="user", content="你" * 400)
     assert 400 <= estimate_tokens(cjk) - MESSAGE_OVERHEAD_TOKENS <= 400 + n_ascii // 4
@@ -438,6 +441,30 @@ def test_estimate_is_the_sum_over_replayed_messages(tmp_path: Path) -> None:
     assert read_replay(path, max_messages=2).estimated_tokens == sum(
         estimate_tokens(m) for m in ms[-2:]
     )
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    ms=st.lists(any_messages(), min_size=1, max_size=8),
+    cap=st.none() | st.integers(min_value=0, max_value=8),
+    compact=st.booleans(),
+)
+def test_the_estimate_read_from_the_lines_is_the_messages_estimate(
+    tmp_path_factory: pytest.TempPathFactory, ms: list[Message], cap: int | None, compact: bool
+) -> None:
+    """A replay takes the default estimate from the lines it read (ADR 0068): the same number
+    :func:`estimate_tokens` gives for the messages replayed, ASCII or not, capped or not, with a
+    compaction's messages (estimated by encoding) in the window or not."""
+    with RolloutWriter.create(tmp_path_factory.mktemp("est"), session_id="est") as w:
+        if compact:
+            w.compacted(ms[:1], summary="first")
+        for m in ms:
+            if m.reasoning and m.role is not Role.ASSISTANT:
+                continue
+            w.append(m)
+        w.stop("paused")
+    rep = read_replay(w.path, max_messages=cap)
+    assert rep.estimated_tokens == sum(estimate_tokens(m) for m in rep.messages)
 
 
 # --- end to end with the writer ----------------------------------------------------------------

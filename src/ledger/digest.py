@@ -43,6 +43,7 @@ __all__ = [
     "digest_of_groups",
     "file_sha256",
     "group_hash",
+    "message_items",
     "record_item",
 ]
 
@@ -219,7 +220,7 @@ def _as_written(line: bytes, envelope: re.Pattern[bytes], key: bytes) -> bytes |
         return None
 
 
-def _message_items(message: Message) -> list[bytes]:
+def message_items(message: Message) -> list[bytes]:
     """The items a writer's records of ``message`` give: its reasoning blocks, then itself."""
     items = [_reasoning_item(block) for block in message.reasoning]
     bare = _bare(message)
@@ -244,7 +245,7 @@ def checkpoint_digest(
     if format_version < 2:
         return _digest_v1(messages if compacted is None else (*compacted, *messages))
     groups = [] if compacted is None else [group_hash((_compaction_item(compacted),))]
-    groups.extend(group_hash(_message_items(m)) for m in messages)
+    groups.extend(group_hash(message_items(m)) for m in messages)
     return digest_of_groups(groups)
 
 

@@ -35,6 +35,7 @@ from ledger.records import (
     Usage,
 )
 from ledger.state import Entry, ReplayState, UsageTotals
+from ledger.tokens import MESSAGE_OVERHEAD_TOKENS, AsciiBlocks, tokens_of_items
 
 __all__ = [
     "Batch",
@@ -48,6 +49,7 @@ __all__ = [
 ]
 
 _ASSISTANT = Role.ASSISTANT
+_OVERHEAD: Final = MESSAGE_OVERHEAD_TOKENS
 
 
 _FIELDS: Final = tuple(f.name for f in attrs.fields(ReplayState))
@@ -59,6 +61,7 @@ _THAW: Final[dict[str, Callable[[Any], Any]]] = {
     "usage_ids": set,
     "seq_runs": list,
     "digest_groups": list,
+    "group_tokens": list,
     "pending_items": list,
 }
 _FREEZE: Final[dict[str, Callable[[Any], Any]]] = {
@@ -69,7 +72,7 @@ _FREEZE: Final[dict[str, Callable[[Any], Any]]] = {
 class _Builder:
     """The mutable twin of :class:`ReplayState`, private to this module."""
 
-    __slots__ = _FIELDS
+    __slots__ = (*_FIELDS, "ascii")
     # The working forms of the state's fields; every field is named here once, and a field of
     # ReplayState without its line fails the type check where the reducer uses it.
     meta: SessionMeta | None
@@ -103,10 +106,12 @@ class _Builder:
     digest_compaction: bytes | None
     digest_base: int
     digest_groups: list[bytes]
+    group_tokens: list[int]
     pending_items: list[bytes]
     at_checkpoint_digest: str | None
 
     def __init__(self, s: ReplayState) -> None:
+        self.ascii = AsciiBlocks()
         for name in _FIELDS:
             value = getattr(s, name)
             thaw = _THAW.get(name)
@@ -181,6 +186,8 @@ class _Builder:
         before them) handled inline, the common case of every replay."""
         messages = self.messages
         groups = self.digest_groups
+        tokens = self.group_tokens
+        ascii = self.ascii
         pending = self.pending_reasoning
         pending_items = self.pending_items
         hashing = self.digest_rule >= 2
@@ -216,9 +223,14 @@ class _Builder:
                             if hashing:
                                 pending_items.append(item)  # type: ignore[arg-type]
                                 groups.append(group_hash(pending_items))
+                                tokens.append(tokens_of_items(pending_items, ascii))
                             pending_items.clear()
                         elif hashing:
                             groups.append(group_hash((item,)))  # type: ignore[arg-type]
+                            if ascii.block_of(item):  # type: ignore[arg-type]
+                                tokens.append(_OVERHEAD + ((len(item) + 3) >> 2))  # type: ignore[arg-type]
+                            else:
+                                tokens.append(tokens_of_items((item,), ascii))  # type: ignore[arg-type]
                         messages.append(message)
                         if self.checkpoint is not None:
                             self.after_checkpoint += 1
@@ -228,6 +240,7 @@ class _Builder:
             # A compaction or a rewind may have replaced the lists; a session_meta the rule.
             messages = self.messages
             groups = self.digest_groups
+            tokens = self.group_tokens
             pending = self.pending_reasoning
             pending_items = self.pending_items
             hashing = self.digest_rule >= 2
@@ -245,12 +258,14 @@ class _Builder:
                 if hashing:
                     self.pending_items.append(item)  # type: ignore[arg-type]
                     self.digest_groups.append(group_hash(self.pending_items))
+                    self.group_tokens.append(tokens_of_items(self.pending_items, self.ascii))
                     hashing = False
                 self.pending_items.clear()
             else:
                 self.drop_pending(line, f"a {message.role} message came first")
         if hashing:
             self.digest_groups.append(group_hash((item,)))  # type: ignore[arg-type]
+            self.group_tokens.append(tokens_of_items((item,), self.ascii))  # type: ignore[arg-type]
         self.messages.append(message)
         if self.checkpoint is not None:
             self.after_checkpoint += 1
@@ -307,6 +322,7 @@ class _Builder:
                 self.digest_compaction = group_hash((item or record_item(entry) or b"",))
                 self.digest_base = len(entry.messages)
                 self.digest_groups.clear()
+                self.group_tokens.clear()
             self.compactions += 1
             self.compacted_line = line
             self.rewound = Rewound(base=entry.seq)
@@ -344,7 +360,9 @@ class _Builder:
         self.rewound = self.rewound.apply(entry, self.messages, self.seq_runs)
         if self.digest_rule >= 2:
             # A rewind never cuts into a compaction's messages (they are pinned, ADR 0131).
-            del self.digest_groups[max(0, len(self.messages) - self.digest_base) :]
+            kept = max(0, len(self.messages) - self.digest_base)
+            del self.digest_groups[kept:]
+            del self.group_tokens[kept:]
 
     def on_description(self, entry: Description) -> None:
         # What describes the session stays out of the conversation, and so out of the digest

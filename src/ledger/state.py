@@ -106,6 +106,7 @@ class ReplayState:
     digest_compaction: bytes | None = None
     digest_base: int = 0
     digest_groups: tuple[bytes, ...] = ()
+    group_tokens: tuple[int, ...] = ()
     pending_items: tuple[bytes, ...] = ()
     at_checkpoint_digest: str | None = None
 

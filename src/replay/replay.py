@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Final
 
 import attrs
-import msgspec
 
 from ledger.damage import Degradation, DegradationKind
-from ledger.digest import checkpoint_digest
+from ledger.digest import checkpoint_digest, message_items
 from ledger.history import Abandoned
 from ledger.lineage import Inherited
 from ledger.messages import Message
 from ledger.reader import rebuild
 from ledger.records import AgentCheckpoint, SessionMeta, Terminal
 from ledger.reducer import ReplayState, UsageTotals
+from ledger.tokens import BYTES_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, tokens_of_items
 from replay._checks import check_budget, check_callable, check_count
 from replay._files import open_rollout
 from replay._location import Location, location
@@ -45,31 +44,18 @@ __all__ = [
 TokenCounter = Callable[[Message], int]
 """Counts the tokens of one message; plug in a real tokenizer where the estimate is not enough."""
 
-BYTES_PER_TOKEN: Final = 4
-"""The default estimate's ratio for ASCII text (a common rule of thumb for BPE tokenizers)."""
-
-MESSAGE_OVERHEAD_TOKENS: Final = 4
-"""Tokens a chat format spends per message on role and framing, added by the default estimate."""
-
-_encoder = msgspec.json.Encoder(order="deterministic")
-
 
 def estimate_tokens(message: Message) -> int:
     """The default token estimate of one message: cheap, tokenizer-free, CJK-aware.
 
-    Over the message's canonical JSON (reasoning, tool calls and provider fields included):
-    ASCII counts one token per :data:`BYTES_PER_TOKEN` bytes, and every non-ASCII character
-    (CJK, emoji, accented letters) counts one token, since BPE tokenizers rarely merge them.
-    Plus :data:`MESSAGE_OVERHEAD_TOKENS`. It is an estimate for budgets, not a bill.
+    Over the message's records as the writer encodes them (its reasoning blocks and itself,
+    tool calls and provider fields included; :mod:`ledger.tokens`): ASCII counts one token per
+    :data:`BYTES_PER_TOKEN` bytes, and every non-ASCII character (CJK, emoji, accented letters)
+    counts one token, since BPE tokenizers rarely merge them. Plus
+    :data:`MESSAGE_OVERHEAD_TOKENS`. It is an estimate for budgets, not a bill. A replay of a
+    file of format 2 takes it from the lines it read, without encoding the messages again.
     """
-    data = _encoder.encode(message)
-    if data.isascii():
-        return MESSAGE_OVERHEAD_TOKENS + -(-len(data) // BYTES_PER_TOKEN)
-    chars = len(data.decode("utf-8"))
-    # Each non-ASCII character takes 2-4 bytes; counting extra bytes / 2 is exact for the BMP
-    # (CJK) and close enough elsewhere, without a loop in Python.
-    wide = (len(data) - chars + 1) // 2
-    return MESSAGE_OVERHEAD_TOKENS + -(-(chars - wide) // BYTES_PER_TOKEN) + wide
+    return tokens_of_items(message_items(message))
 
 
 @attrs.frozen
@@ -282,6 +268,9 @@ def replay_from_state(
                 f"messages, dropped the first {total - max_messages}",
             )
         )
+    read_tokens = _read_tokens(state, len(messages)) if token_counter is None else None
+    if inherited is not None:
+        read_tokens = None
     result = Replay(
         path=path,
         meta=state.meta,
@@ -298,9 +287,23 @@ def replay_from_state(
         abandoned=state.rewound.abandoned,
         usage=state.usage,
     )
+    if read_tokens is not None:
+        object.__setattr__(result, "_tokens", read_tokens)
     if token_budget is not None and result.estimated_tokens > token_budget:
         raise ReplayTooLarge(result, token_budget)
     return result
+
+
+def _read_tokens(state: ReplayState, kept: int) -> int | None:
+    """The default estimate of the last ``kept`` messages from the lines read (what
+    :func:`estimate_tokens` gives for them); ``None`` when the lines did not give it for each
+    of those messages (a compaction's messages, a file of format 1)."""
+    tokens = state.group_tokens
+    if state.digest_rule < 2 or len(tokens) != len(state.messages) - state.digest_base:
+        return None
+    if kept > len(tokens):
+        return None
+    return sum(tokens[len(tokens) - kept :])
 
 
 def _verify(state: ReplayState, degraded: list[Degradation]) -> bool:
