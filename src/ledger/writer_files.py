@@ -21,13 +21,14 @@ from ledger import locking
 from ledger.batching import OwnRecords, writev_all
 from ledger.codec import encode_record
 from ledger.damage import Degradation
+from ledger.framing import CHUNK_BYTES
 from ledger.naming import (
     ROLLOUT_SUFFIX,
     RolloutNameError,
     parse_rollout_filename,
     session_token,
 )
-from ledger.reader import CHUNK_BYTES, rebuild_stream
+from ledger.reader import rebuild_stream
 from ledger.records import RECORD_TYPES, Record
 from ledger.reducer import Entry, ReplayState
 from ledger.tail import FILE_MODE, TailRepair, check_head, repair_tail
