@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import msgspec
+
 from ledger import (
     FORMAT_VERSION,
     AgentCheckpoint,
@@ -104,15 +106,23 @@ class RolloutBuilder:
         self.compaction, self.appended = ms, []
         return self
 
-    def checkpoint(self, digest: str | None = None, count: int | None = None) -> RolloutBuilder:
-        """A checkpoint over the model (or the given digest/count, to forge a bad one)."""
+    def checkpoint(
+        self, digest: str | None = None, count: int | None = None, *, type_last: bool = False
+    ) -> RolloutBuilder:
+        """A checkpoint over the model (or the given digest/count, to forge a bad one); with
+        ``type_last``, written as another encoder might, its ``"type"`` key last."""
         rec = AgentCheckpoint(
             seq=self._next(),
             ts=self._ts(),
             digest=self.digest() if digest is None else digest,
             message_count=len(self.model) if count is None else count,
         )
-        self.lines.append(encode_line(rec))
+        line = encode_line(rec)
+        if type_last:
+            fields = msgspec.json.decode(line)
+            fields["type"] = fields.pop("type")
+            line = msgspec.json.encode(fields) + b"\n"
+        self.lines.append(line)
         return self
 
     def digest(self) -> str:

@@ -1480,3 +1480,48 @@ def signed_requests(draw: st.DrawFn, shape: str) -> tuple[dict[str, object], lis
                 turns.append({"role": "tool", "tool_call_id": call["id"], "content": draw(ptext)})
     root = {"gemini": "contents", "openai_responses": "input", "openai_chat": "messages"}[shape]
     return {root: turns}, tokens, pieces
+
+
+# --- framing: how lines sit in bytes (ADR 0062) ------------------------------------------------
+
+FRAMING_BOM = b"\xef\xbb\xbf"
+
+_framing_lines = st.one_of(
+    st.binary(max_size=30).map(lambda b: b.replace(b"\n", b"")),
+    st.sampled_from([b"", b" ", b"\r", b"{}", b'{"type":"compacted","seq":7}', FRAMING_BOM]),
+    st.integers(min_value=40, max_value=130).map(lambda n: b"L" * n),
+)
+
+
+@st.composite
+def framed_bytes(
+    draw: st.DrawFn, lines: st.SearchStrategy[bytes] = _framing_lines, max_lines: int = 10
+) -> bytes:
+    """Bytes as a rollout file may hold them: lines of any content (blank, CR-ended, long, a
+    compacted prefix, a stray mark), LF or CRLF ends line by line, a byte-order mark or not, a
+    final line end or not (a torn last line)."""
+    parts = draw(st.lists(lines, max_size=max_lines))
+    data = b""
+    for i, line in enumerate(parts):
+        last = i == len(parts) - 1
+        end = draw(st.sampled_from([b"\n", b"\r\n"])) if not last or draw(st.booleans()) else b""
+        data += line + end
+    if draw(st.booleans()):
+        data = FRAMING_BOM + data
+    return data
+
+
+def _torn(line: bytes, at: int) -> bytes:
+    return line[: max(1, at % max(1, len(line)))]
+
+
+_record_lines = st.one_of(
+    session_metas.map(lambda r: encode_line(r)[:-1]),
+    message_records.map(lambda r: encode_line(r)[:-1]),
+    checkpoints.map(lambda r: encode_line(r)[:-1]),
+    terminals.map(lambda r: encode_line(r)[:-1]),
+    st.tuples(message_records.map(encode_line), st.integers(0, 400)).map(lambda t: _torn(*t)),
+)
+
+rollout_framed_bytes = framed_bytes(st.one_of(_framing_lines, _record_lines), max_lines=6)
+"""Framed bytes whose lines are often real records (whole or cut short) among the damage."""

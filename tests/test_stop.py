@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import replay.stop as stop_mod
 from ledger import AgentCheckpoint, ErrorDetail, Message, RolloutWriter, StopKind, Terminal
 from ledger.reader import rebuild
 from replay import read_replay, read_stop_facts
+from replay.stop import stop_facts_from_bytes
 from rollout_files import RolloutBuilder, conversation
 
 
@@ -224,9 +226,14 @@ _ops = st.lists(
         st.tuples(st.just("stop"), st.sampled_from([*StopKind, None, "snoozed"])),
         st.tuples(st.just("ckpt"), st.none()),
         st.tuples(st.just("torn"), st.none()),
+        st.tuples(st.just("type_last_ckpt"), st.none()),
+        st.tuples(st.just("damaged_ckpt"), st.none()),
     ),
     max_size=12,
 )
+
+# A checkpoint line cut short by a bad byte: it starts as a checkpoint and does not decode.
+DAMAGED_CHECKPOINT = b'{"type":"agent_checkpoint","seq":5,"ts":"2026-12-02T09:3\xff0Z","di\n'
 
 
 @given(
@@ -253,6 +260,10 @@ def test_tail_reader_agrees_with_the_forward_fold(
             b.stop(arg if arg is None else str(arg))
         elif op == "ckpt":
             b.checkpoint()
+        elif op == "type_last_ckpt":
+            b.checkpoint(type_last=True)
+        elif op == "damaged_ckpt":
+            b.raw(DAMAGED_CHECKPOINT)
         else:
             b.raw(b'{"type":"message","seq":1,"ts":"2026-1\n')
     path = b.write()
@@ -270,6 +281,59 @@ def test_tail_reader_agrees_with_the_forward_fold(
         assert facts.terminal == state.terminal
     assert facts.found == (state.checkpoint is not None or ends_with_terminal)
     assert facts.killed == (facts.found and not ends_with_terminal)
+
+
+def _agrees_with_the_forward_fold(data: bytes) -> None:
+    """The tail's checkpoint is the forward fold's last one, and its terminal record is there
+    exactly when a terminal record is the last whole record of ``data``."""
+    facts = stop_facts_from_bytes(data)
+    state = rebuild(io.BytesIO(data))
+    assert facts.checkpoint == state.checkpoint
+    ends_with_terminal = isinstance(_last_record(data.split(b"\n")), Terminal)
+    assert (facts.terminal is not None) == ends_with_terminal
+    assert facts.found == (state.checkpoint is not None or ends_with_terminal)
+    assert facts.killed == (facts.found and not ends_with_terminal)
+
+
+def _agrees_at_every_cut(data: bytes) -> None:
+    for end in range(len(data) + 1):
+        _agrees_with_the_forward_fold(data[:end])
+
+
+def _resumed(directory: Path) -> RolloutBuilder:
+    """Paused with a checkpoint, then resumed: more messages after the stop point."""
+    b = RolloutBuilder(directory).extend(conversation(1)).stop(StopKind.PAUSED, "break")
+    return b.add(Message(role="user", content="again"))
+
+
+def test_a_checkpoint_with_type_not_first_before_the_last_line_is_found(tmp_path: Path) -> None:
+    """A checkpoint another encoder wrote with "type" last, followed by more lines, is the
+    tail's last checkpoint, as it is the forward fold's; at every cut of the file too."""
+    b = _resumed(tmp_path).checkpoint(type_last=True)
+    b.add(Message(role="user", content="more"), Message(role="assistant", content="ok"))
+    facts = read_stop_facts(b.write())
+    assert facts.checkpoint is not None
+    assert facts.checkpoint.message_count == len(b.model) - 2
+    assert facts.records_after == 2
+    assert facts.killed
+    _agrees_at_every_cut(b.data())
+
+
+def test_a_damaged_checkpoint_line_after_the_last_checkpoint_is_skipped(tmp_path: Path) -> None:
+    """A damaged checkpoint-looking line after the real last checkpoint of a resumed session is
+    counted as damage and the scan goes on to the real one, as the forward fold does; at every
+    cut of the file too."""
+    b = _resumed(tmp_path)
+    count = len(b.model) - 1  # the paused stop's checkpoint, before the resumed message
+    b.raw(DAMAGED_CHECKPOINT).add(Message(role="assistant", content="ok"))
+    facts = read_stop_facts(b.write())
+    assert facts.checkpoint is not None
+    assert facts.checkpoint.message_count == count
+    assert facts.damaged_lines == 1
+    assert facts.records_after == 3  # the terminal of the pause, the two messages after it
+    assert facts.killed
+    assert facts.earlier_terminal is not None
+    _agrees_at_every_cut(b.data())
 
 
 def _last_record(lines: list[bytes]) -> object:

@@ -393,6 +393,22 @@ def test_a_complete_last_record_only_gets_its_newline(tmp_path: Path) -> None:
     assert not path.with_name(path.name + ".torn").exists()
 
 
+def test_a_mark_led_head_that_lost_its_line_end_only_gets_its_newline(tmp_path: Path) -> None:
+    """A file of one ``session_meta`` after a byte-order mark, its line end lost, keeps its
+    head: the repair starts the line after the mark, as the reader does, and adds the end."""
+    path = make_rollout(tmp_path, 0)
+    head = path.read_bytes().rstrip(b"\n")
+    path.write_bytes(b"\xef\xbb\xbf" + head)
+    w = RolloutWriter.open(path)
+    assert w.repair is not None
+    assert w.repair.kind == "newline_added"
+    assert w.repair.offset == 3
+    w.append(user(0))
+    w.close()
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf" + head + b"\n")
+    assert rebuild(path).messages == (user(0),)
+
+
 def test_a_clean_file_needs_no_repair(tmp_path: Path) -> None:
     """Opening an undamaged rollout changes nothing and reports no repair."""
     path = make_rollout(tmp_path, 2)

@@ -22,7 +22,8 @@ import attrs
 from ledger.batching import OwnRecords
 from ledger.codec import encode_lines
 from ledger.damage import Degradation
-from ledger.reader import CHUNK_BYTES, iter_batches
+from ledger.framing import CHUNK_BYTES
+from ledger.reader import iter_batches
 from ledger.records import RECORD_TYPES, Record
 from ledger.reducer import Batch, Entry, ReplayState, fold_batches
 from ledger.writer_files import PreadFile
@@ -114,7 +115,7 @@ def read_back(
 
     raw = _TallyFile(fd, mark.offset, mark.crc, mark.lines)
     with io.BufferedReader(raw, CHUNK_BYTES) as f:
-        batches = iter_batches(f, first_line=mark.lines + 1)
+        batches = iter_batches(f, first_line=mark.lines + 1, offset=mark.offset)
         state = fold_batches(tapped(batches), mark.state)
     damage = [d for d in state.degraded if d.is_damage]
     if damage:

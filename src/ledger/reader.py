@@ -21,8 +21,17 @@ import msgspec
 from ledger.codec import RecordDecodeError, decode_record_reporting
 from ledger.damage import Degradation, DegradationKind
 from ledger.digest import Item, block_items, record_item
+from ledger.framing import (
+    CHUNK_BYTES,
+    BackwardScan,
+    LineBlock,
+    LongLine,
+    count_newlines,
+    scan_forward,
+)
 from ledger.records import Record
 from ledger.reducer import Entry, ReplayState, fold_batches
+from ledger.sources import FileSource
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -36,9 +45,6 @@ __all__ = [
 DEFAULT_MAX_LINE_BYTES: Final = 512 * 1024 * 1024
 """Lines longer than this are skipped (and reported) instead of being held in memory."""
 
-CHUNK_BYTES: Final = 4 * 1024 * 1024
-
-_BOM: Final = b"\xef\xbb\xbf"
 _batch_decoder: msgspec.json.Decoder[Record] = msgspec.json.Decoder(Record)
 
 Batch = tuple[int, Sequence[Entry], Sequence[Item | None] | None]
@@ -53,111 +59,62 @@ def iter_batches(
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     chunk_bytes: int = CHUNK_BYTES,
     first_line: int = 1,
+    offset: int | None = None,
 ) -> Iterator[Batch]:
     """Yield batches of entries from the binary stream ``f``, in file order.
 
     Every entry of a batch comes from the line after the previous one's; blank lines
     interrupt a batch, so the line numbers stay exact. ``first_line`` is the number of the line
-    ``f`` is positioned at (a BOM is only looked for at line 1).
+    ``f`` is positioned at and ``offset`` its byte offset in the file (by default 0 for line 1,
+    else where ``f`` stands): a BOM is only looked for at offset 0.
     """
+    if offset is None:
+        offset = 0 if first_line == 1 else f.tell()
     lineno = first_line - 1  # lines fully consumed so far
-    held: list[bytes] = []  # the start of a line longer than one chunk
-    held_size = 0
-    skipping = False  # inside a line longer than max_line_bytes
-    skipped = 0
-    first = first_line == 1
-    read = f.read
-    while True:
-        data = read(chunk_bytes)
-        if not data:
-            break
-        if first:
-            first = False
-            # A short read (a pipe, a tiny chunk) may split the BOM: gather its three bytes.
-            while len(data) < len(_BOM) and _BOM.startswith(data):
-                more = read(chunk_bytes)
-                if not more:
-                    break
-                data += more
-            if data.startswith(_BOM):
-                data = data[len(_BOM) :]
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            if skipping:
-                skipped += len(data)
-                continue
-            held.append(data)
-            held_size += len(data)
-            # One byte of slack for the CR of a CRLF end; the exact length is checked once
-            # the line is complete (``_decode_line``), wherever the chunks happened to split it.
-            if held_size > max_line_bytes + 1:
-                skipping, skipped = True, held_size
-                held.clear()
-                held_size = 0
-            continue
-        if skipping:
-            # The over-long line ends in this chunk: report it and go on after it.
-            end = data.find(b"\n") + 1
+    for piece in scan_forward(
+        f.read, offset=offset, chunk_bytes=chunk_bytes, max_line_bytes=max_line_bytes
+    ):
+        if isinstance(piece, LineBlock):
+            lineno += yield from _decode_block(piece.data, lineno)
+        elif isinstance(piece, LongLine):
             lineno += 1
-            yield lineno, (_too_long(lineno, skipped + end, max_line_bytes),), None
-            skipping, skipped = False, 0
-            data = data[end:]
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                held.append(data)
-                held_size = len(data)
-                continue
-        complete = data[: cut + 1]
-        if held:
-            complete = b"".join(held) + complete
-            held.clear()
-        held_size = len(data) - cut - 1
-        if held_size:
-            held.append(data[cut + 1 :])
-        lineno += yield from _decode_block(complete, lineno, max_line_bytes)
-    if skipping:
-        lineno += 1
-        yield lineno, (_too_long(lineno, skipped, max_line_bytes),), None
-    elif held:
-        tail = b"".join(held)
-        lineno += 1
-        entries, items = _decode_line(tail, lineno, max_line_bytes)
-        if entries:
-            yield lineno, entries, items
-
-
-def _decode_block(block: bytes, lineno: int, max_line_bytes: int) -> Generator[Batch, None, int]:
-    """Decode the lines of ``block`` (which ends in ``\\n``) that follow ``lineno``; return how
-    many lines it held."""
-    if len(block) <= max_line_bytes:
-        try:
-            records = _batch_decoder.decode_lines(block)
-        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
-            pass
+            yield lineno, (_too_long(lineno, piece.size, max_line_bytes),), None
         else:
-            # decode_lines skips blank lines and accepts several values on one line; cutting
-            # the items walks the lines and gives up unless each one starts with "{" and holds
-            # exactly one of the records, so the line numbers below are exact.
-            cut = block_items(block, records)
-            if cut is not None:
-                yield lineno + 1, records, cut
-                return len(records)
+            lineno += 1
+            entries, items = _decode_line(piece.data, lineno)
+            if entries:
+                yield lineno, entries, items
+
+
+def _decode_block(block: bytes, lineno: int) -> Generator[Batch, None, int]:
+    """Decode the lines of ``block`` (which ends in ``\\n``, none over the limit) that follow
+    ``lineno``; return how many lines it held."""
+    try:
+        records = _batch_decoder.decode_lines(block)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        pass
+    else:
+        # decode_lines skips blank lines and accepts several values on one line; cutting
+        # the items walks the lines and gives up unless each one starts with "{" and holds
+        # exactly one of the records, so the line numbers below are exact.
+        cut = block_items(block, records)
+        if cut is not None:
+            yield lineno + 1, records, cut
+            return len(records)
     raws = block.split(b"\n")[:-1]
     for raw in raws:
         lineno += 1
-        entries, items = _decode_line(raw + b"\n", lineno, max_line_bytes)
+        entries, items = _decode_line(raw + b"\n", lineno)
         if entries:
             yield lineno, entries, items
     return len(raws)
 
 
 def _decode_line(
-    raw: bytes, lineno: int, max_line_bytes: int
+    raw: bytes, lineno: int
 ) -> tuple[tuple[Entry, ...], tuple[Item | None, ...] | None]:
     """The entries of one line: its record (after what it did not know, when it had such
     fields), its damage, or nothing for a blank line; and their digest items."""
-    if _content_length(raw) > max_line_bytes:
-        return (_too_long(lineno, len(raw), max_line_bytes),), None
     try:
         record, unknown = decode_record_reporting(raw)
     except RecordDecodeError as exc:
@@ -175,16 +132,6 @@ def _decode_line(
         seq=getattr(record, "seq", None),
     )
     return (note, record), (None, item)
-
-
-def _content_length(raw: bytes) -> int:
-    """The length of a line without its end (``\n`` or ``\r\n``)."""
-    n = len(raw)
-    if raw.endswith(b"\n"):
-        n -= 1
-    if n and raw[n - 1] == 0x0D:
-        n -= 1
-    return n
 
 
 def _too_long(lineno: int, size: int, limit: int) -> Degradation:
@@ -314,7 +261,7 @@ def _tapped(it: Iterator[Batch], tap: Callable[[Sequence[Entry]], None]) -> Iter
 
 # --- the window after the last compaction ---------------------------------------------------
 
-_COMPACTED_LINE: Final = b'\n{"type":"compacted","seq":'
+_COMPACTED_START: Final = b'{"type":"compacted","seq":'
 _COMPACTED_SEQ: Final = re.compile(rb'\{"type":"compacted","seq":([0-9]{1,19}),')
 _SCAN_BYTES: Final = 1 << 20
 
@@ -336,7 +283,7 @@ def _rebuild_window(
     if not head.endswith(b"\n") or len(head) > start:
         return None
     state = fold_batches(iter_batches(io.BytesIO(head), max_line_bytes=max_line_bytes))
-    line = 2 + _count_newlines(f, len(head), start)  # the head is line 1
+    line = 2 + count_newlines(FileSource(f), len(head), start)  # the head is line 1
     # The records skipped are accounted for by the compaction: the sequence resumes at its seq.
     state = attrs.evolve(state, last_seq=seq - 1, window_start_line=line)
     f.seek(start)
@@ -350,33 +297,9 @@ def _last_compaction(f: BinaryIO) -> tuple[int, int] | None:
     """The offset and seq of the last line that starts as a ``compacted`` record, if any."""
     # Read, never mapped: a file truncated while mapped (a writer repairing a torn tail) would
     # kill the reader with SIGBUS instead of showing it damage.
-    end = f.seek(0, os.SEEK_END)
-    overlap = len(_COMPACTED_LINE) - 1
-    pos = end
-    carry = b""
-    while pos > 0:
-        lo = max(0, pos - _SCAN_BYTES)
-        f.seek(lo)
-        block = f.read(pos - lo) + carry
-        i = block.rfind(_COMPACTED_LINE)
-        if i >= 0:
-            start = lo + i + 1
-            f.seek(start)
-            m = _COMPACTED_SEQ.match(f.read(64))
-            return None if m is None else (start, int(m[1]))
-        carry = block[:overlap]
-        pos = lo
-    return None
-
-
-def _count_newlines(f: BinaryIO, begin: int, end: int) -> int:
-    f.seek(begin)
-    count = 0
-    left = end - begin
-    while left > 0:
-        data = f.read(min(CHUNK_BYTES, left))
-        if not data:
-            break
-        count += data.count(b"\n")
-        left -= len(data)
-    return count
+    start = BackwardScan(FileSource(f), block=_SCAN_BYTES).rfind_line(_COMPACTED_START)
+    if start is None:
+        return None
+    f.seek(start)
+    m = _COMPACTED_SEQ.match(f.read(64))
+    return None if m is None else (start, int(m[1]))

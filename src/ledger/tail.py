@@ -19,8 +19,10 @@ from typing import Final
 import attrs
 
 from ledger.codec import RecordDecodeError, decode_record
+from ledger.framing import BOM, line_start, strip_bom
 from ledger.naming import MAX_NAME_BYTES
 from ledger.records import FORMAT_VERSION, ReasoningRecord, SessionMeta
+from ledger.sources import FdSource
 
 __all__ = ["HEAD_LIMIT", "TailRepair", "check_head", "pread_all", "repair_tail", "sidecar_name"]
 
@@ -28,8 +30,6 @@ HEAD_LIMIT: Final = 1 << 20
 """A first line longer than this is not a ``session_meta`` this library wrote."""
 
 FILE_MODE: Final = 0o600
-_TAIL_CHUNK: Final = 1 << 16
-_BOM: Final = b"\xef\xbb\xbf"
 
 
 @attrs.frozen
@@ -61,22 +61,12 @@ class TailRepair:
 
 def pread_all(fd: int, n: int, offset: int) -> bytes:
     """``n`` bytes at ``offset`` (fewer at the end of the file), read positionally."""
-    parts = []
-    while n > 0:
-        chunk = os.pread(fd, min(n, 1 << 24), offset)
-        if not chunk:
-            break
-        parts.append(chunk)
-        n -= len(chunk)
-        offset += len(chunk)
-    return b"".join(parts)
+    return FdSource(fd).read_at(offset, n)
 
 
 def check_head(fd: int) -> SessionMeta | str:
     """The ``session_meta`` that starts the file open as ``fd``, or why it is not a rollout."""
-    head = pread_all(fd, HEAD_LIMIT + len(_BOM) + 1, 0)
-    if head.startswith(_BOM):
-        head = head[len(_BOM) :]
+    head = strip_bom(pread_all(fd, HEAD_LIMIT + len(BOM) + 1, 0))
     end = head.find(b"\n")
     if end < 0:
         if not head:
@@ -99,18 +89,6 @@ def check_head(fd: int) -> SessionMeta | str:
     return record
 
 
-def _line_start(fd: int, end: int) -> int:
-    """The offset where the line holding the byte before ``end`` starts (searching backwards)."""
-    pos = end
-    while pos > 0:
-        lo = max(0, pos - _TAIL_CHUNK)
-        nl = os.pread(fd, pos - lo, lo).rfind(b"\n")
-        if nl >= 0:
-            return lo + nl + 1
-        pos = lo
-    return 0
-
-
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -127,13 +105,14 @@ def repair_tail(fd: int, path: Path) -> TailRepair | None:
     written), are moved byte for byte to a sidecar file; a complete last record lacking only
     its line end gets one.
     """
-    size = os.fstat(fd).st_size
+    source = FdSource(fd)
+    size = source.size()
     if size == 0:
         return None
     cut: int | None = None
     newline_at: int | None = None
     if os.pread(fd, 1, size - 1) != b"\n":
-        start = _line_start(fd, size)
+        start = line_start(source, size)
         try:
             decode_record(pread_all(fd, size - start, start))
         except RecordDecodeError:
@@ -147,7 +126,7 @@ def repair_tail(fd: int, path: Path) -> TailRepair | None:
     orphans_at: int | None = None
     end = size if cut is None else cut
     while end > 0:
-        start = _line_start(fd, end - 1)
+        start = line_start(source, end - 1)
         try:
             record = decode_record(pread_all(fd, end - start, start))
         except RecordDecodeError:

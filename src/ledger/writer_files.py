@@ -19,13 +19,14 @@ from typing import Any
 
 from ledger import locking
 from ledger.batching import writev_all
+from ledger.framing import CHUNK_BYTES
 from ledger.naming import (
     ROLLOUT_SUFFIX,
     RolloutNameError,
     parse_rollout_filename,
     session_token,
 )
-from ledger.reader import CHUNK_BYTES, rebuild_stream
+from ledger.reader import rebuild_stream
 from ledger.reducer import ReplayState
 from ledger.tail import FILE_MODE, TailRepair, check_head, repair_tail
 from ledger.writer_errors import (

@@ -22,6 +22,7 @@ from typing import Final
 import attrs
 
 from ledger.codec import RecordDecodeError, decode_record
+from ledger.framing import first_line
 from ledger.naming import (
     ROLLOUT_SUFFIX,
     RolloutName,
@@ -51,7 +52,6 @@ __all__ = [
 
 _HEAD_LIMIT: Final = 4 * 1024 * 1024
 _SMALL_FILE: Final = 64 * 1024
-_BOM: Final = b"\xef\xbb\xbf"
 
 
 class SessionFlag(StrEnum):
@@ -442,10 +442,7 @@ def _implied_name(name: str, meta: SessionMeta) -> RolloutName | None:
 
 def _parse_head(data: bytes) -> tuple[SessionMeta | None, str | None]:
     """The ``session_meta`` on the first line of ``data``, or why there is none."""
-    end = data.find(b"\n")
-    head = data if end < 0 or end == len(data) - 1 else data[: end + 1]
-    if head.startswith(_BOM):
-        head = head[len(_BOM) :]
+    head = first_line(data)
     if not head or head.isspace():  # what strip() would empty, without the copy
         return None, "the file is empty or starts with a blank line"
     if not head.endswith(b"\n") and len(head) >= _HEAD_LIMIT:

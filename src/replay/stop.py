@@ -13,13 +13,14 @@ first), within a bounded scan budget.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
 from typing import BinaryIO, Final
 
 import attrs
 
 from ledger.codec import RecordDecodeError, decode_record
+from ledger.framing import BackwardScan
 from ledger.records import AgentCheckpoint, StopKind, Terminal
+from ledger.sources import ByteSource, BytesSource, FdSource, FileSource
 from replay._checks import check_count
 from replay._files import open_rollout_fd
 from replay._location import is_url
@@ -31,6 +32,7 @@ __all__ = [
     "stop_facts_from_bytes",
     "stop_facts_from_fd",
     "stop_facts_from_file",
+    "stop_facts_from_source",
 ]
 
 DEFAULT_SCAN_BUDGET: Final = 64 * 1024 * 1024
@@ -45,7 +47,6 @@ _PREFIX_LEN: Final = 64
 _TYPE_PREFIX: Final = b'{"type":"'
 _CHECKPOINT_PREFIX: Final = b'{"type":"agent_checkpoint"'
 _TERMINAL_PREFIX: Final = b'{"type":"terminal"'
-_BOM: Final = b"\xef\xbb\xbf"
 
 
 @attrs.frozen
@@ -130,26 +131,36 @@ def stop_facts_from_file(
     f: BinaryIO, size: int, *, scan_budget: int = DEFAULT_SCAN_BUDGET
 ) -> StopFacts:
     """Stop facts of an open binary rollout of ``size`` bytes (the listing reuses its handle)."""
-
-    def read_at(offset: int, n: int) -> bytes:
-        f.seek(offset)
-        return f.read(n)
-
-    return _stop_facts(read_at, size, scan_budget)
+    return stop_facts_from_source(FileSource(f), end=size, scan_budget=scan_budget)
 
 
 def stop_facts_from_fd(fd: int, size: int, *, scan_budget: int = DEFAULT_SCAN_BUDGET) -> StopFacts:
     """Stop facts of a rollout open as the file descriptor ``fd`` (positional reads only)."""
-    return _stop_facts(lambda offset, n: os.pread(fd, n, offset), size, scan_budget)
+    return stop_facts_from_source(FdSource(fd), end=size, scan_budget=scan_budget)
 
 
 def stop_facts_from_bytes(data: bytes, *, scan_budget: int = DEFAULT_SCAN_BUDGET) -> StopFacts:
     """Stop facts of a whole rollout already in memory (the listing reads small files whole)."""
-    return _stop_facts(lambda offset, n: data[offset : offset + n], len(data), scan_budget)
+    return stop_facts_from_source(BytesSource(data), end=len(data), scan_budget=scan_budget)
 
 
-def _stop_facts(read_at: Callable[[int, int], bytes], size: int, scan_budget: int) -> StopFacts:
-    scan = _BackwardScan(read_at, size, scan_budget)
+def stop_facts_from_source(
+    source: ByteSource, *, end: int | None = None, scan_budget: int = DEFAULT_SCAN_BUDGET
+) -> StopFacts:
+    """Stop facts of the rollout held by any byte source, read back from ``end`` (by default
+    its size): a local file, bytes, or an object read by ranges."""
+    scan = BackwardScan(
+        source,
+        end=end,
+        budget=scan_budget,
+        first_block=_FIRST_BLOCK,
+        block=_BLOCK,
+        max_carry=_MAX_CARRY,
+    )
+    return _stop_facts(scan)
+
+
+def _stop_facts(scan: BackwardScan) -> StopFacts:
     terminal: Terminal | None = None
     earlier_terminal: Terminal | None = None
     checkpoint: AgentCheckpoint | None = None
@@ -158,8 +169,6 @@ def _stop_facts(read_at: Callable[[int, int], bytes], size: int, scan_budget: in
     records_after = 0
     damaged = 0
     for start, end, data in scan.lines():
-        if start == 0 and data is not None and data.startswith(_BOM):
-            data = data[len(_BOM) :]
         if at_end:
             # The last whole record decides how the file ends, whatever its type; damaged
             # lines (a torn tail) are skipped as the forward reader skips them. Only here is a
@@ -233,55 +242,3 @@ def _could_be_stop(head: bytes) -> bool:
         return head.startswith((_CHECKPOINT_PREFIX, _TERMINAL_PREFIX))
     # A line not written by this library's encoder may put "type" elsewhere: decode it.
     return True
-
-
-class _BackwardScan:
-    """Lines of a file from the last to the first, reading fixed blocks backwards."""
-
-    def __init__(self, read_at: Callable[[int, int], bytes], size: int, budget: int) -> None:
-        self.read = read_at
-        self.size = size
-        self.budget = budget
-        self.scanned = 0
-        self.exhausted = False
-
-    def lines(self) -> Iterator[tuple[int, int, bytes | None]]:
-        """Yield ``(start, end, data)`` per line, last first; ``data`` is ``None`` when too long.
-
-        ``end`` excludes the line end; ``data`` is the line's bytes without it.
-        """
-        pos = self.size
-        line_end = self.size
-        carry = b""  # the start of the block after this one, up to the current line end
-        too_long = False
-        block = _FIRST_BLOCK
-        while pos > 0:
-            if self.scanned >= self.budget:
-                self.exhausted = True
-                return
-            n = min(block, pos)
-            block = _BLOCK
-            pos -= n
-            buf = self.read(pos, n)
-            self.scanned += n
-            i = len(buf)
-            while True:
-                j = buf.rfind(b"\n", 0, i)
-                if j < 0:
-                    break
-                start = pos + j + 1
-                if too_long:
-                    yield start, line_end, None
-                else:
-                    yield start, line_end, buf[j + 1 : i] + carry
-                carry = b""
-                too_long = False
-                line_end = pos + j
-                i = j
-            if not too_long:
-                carry = buf[:i] + carry
-                if len(carry) > _MAX_CARRY:
-                    carry = b""
-                    too_long = True
-        if line_end > 0 or carry:
-            yield 0, line_end, None if too_long else carry

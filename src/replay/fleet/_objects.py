@@ -18,6 +18,7 @@ import os
 from collections.abc import Sequence
 from typing import Any, BinaryIO, Final
 
+from ledger.sources import FileSource
 from replay.fleet._store import (
     ObjectInfo,
     Store,
@@ -27,7 +28,12 @@ from replay.fleet._store import (
     version_of,
 )
 from replay.sessions import SessionEntry, entry_from_parts
-from replay.stop import DEFAULT_SCAN_BUDGET, StopFacts, stop_facts_from_bytes, stop_facts_from_file
+from replay.stop import (
+    DEFAULT_SCAN_BUDGET,
+    StopFacts,
+    stop_facts_from_bytes,
+    stop_facts_from_source,
+)
 
 __all__ = [
     "HEAD_BYTES",
@@ -114,55 +120,39 @@ def object_size(f: BinaryIO) -> int:
 def object_stop_facts(url: str, *, scan_budget: int = DEFAULT_SCAN_BUDGET) -> StopFacts:
     """The stop facts of the object at ``url``, read from its tail (ranged reads only)."""
     with open_object(url, block_size=_TAIL_BLOCK) as f:
-        return stop_facts_from_file(f, object_size(f), scan_budget=scan_budget)
+        return stop_facts_from_source(FileSource(f), end=object_size(f), scan_budget=scan_budget)
 
 
-class _TailFile(io.RawIOBase):
-    """An object of known size whose last bytes are already here; reads further go to the store.
+class _TailSource:
+    """A byte source over an object of known size whose last bytes are already here; reads
+    before them go to the store.
 
     The object is opened (and its size checked against the listing's) only when the backward
-    scan needs more than the prefetched tail.
+    scan needs more than the prefetched tail, and only the bytes before the tail are asked for.
     """
 
     def __init__(self, store: Store, info: ObjectInfo, tail: bytes) -> None:
-        super().__init__()
         self._store = store
         self._info = info
         self._tail = tail
         self._tail_at = info.size - len(tail)
-        self._pos = 0
         self._f: Any = None
 
-    def readable(self) -> bool:
-        return True
+    def size(self) -> int:
+        return self._info.size
 
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        if whence == os.SEEK_SET:
-            self._pos = offset
-        elif whence == os.SEEK_CUR:
-            self._pos += offset
-        else:
-            self._pos = self._info.size + offset
-        return self._pos
-
-    def tell(self) -> int:
-        return self._pos
-
-    def readinto(self, buffer: Any) -> int:
-        n = min(len(buffer), max(0, self._info.size - self._pos))
-        if n == 0:
-            return 0
-        if self._pos >= self._tail_at:
-            lo = self._pos - self._tail_at
-            data = self._tail[lo : lo + n]
-        else:
-            data = self._fetch(self._pos, n)
-        buffer[: len(data)] = data
-        self._pos += len(data)
-        return len(data)
+    def read_at(self, offset: int, n: int) -> bytes:
+        n = min(n, max(0, self._info.size - offset))
+        if n <= 0:
+            return b""
+        if offset >= self._tail_at:
+            lo = offset - self._tail_at
+            return self._tail[lo : lo + n]
+        before = min(n, self._tail_at - offset)
+        data = self._fetch(offset, before)
+        if before < n and len(data) == before:
+            data += self._tail[: n - before]
+        return data
 
     def _fetch(self, pos: int, n: int) -> bytes:
         url = self._info.url
@@ -184,7 +174,7 @@ class _TailFile(io.RawIOBase):
     def close(self) -> None:
         if self._f is not None:
             self._f.close()
-        super().close()
+            self._f = None
 
 
 def _ranges(
@@ -264,8 +254,11 @@ def _entry(store: Store, info: ObjectInfo, part: list[Any]) -> SessionEntry:
             raise StoreError(info.url, "the object changed while it was listed; list again")
         if b"\n" not in head:
             head = _fetch_head(store, info)
-        with _TailFile(store, info, tail) as f:
-            stop = stop_facts_from_file(f, info.size)  # type: ignore[arg-type]
+        source = _TailSource(store, info, tail)
+        try:
+            stop = stop_facts_from_source(source)
+        finally:
+            source.close()
         return entry_from_parts(info.url, size=info.size, head=head, stop=stop)
     except PermissionError as exc:
         raise store_error(exc, info.url, "reading the object") from None
