@@ -84,6 +84,35 @@ def _last_terminal_kind(path: Path) -> str | None:
 # --- interruptions -----------------------------------------------------------------------------
 
 
+def test_a_stop_interrupted_before_the_witness_restarts_does_not_refuse_the_next_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C landing inside a stop, just before the own-record witness restarts, leaves a
+    writer whose next stop still checkpoints a correct file (the mark and the witness move
+    together or not at all)."""
+    w = RolloutWriter.create(tmp_path, session_id="interrupted")
+    try:
+        w.append(_user(0))
+        real = BatchQueue.restart_own
+        calls = {"n": 0}
+
+        def interrupted(self: BatchQueue, seq: int) -> None:
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise KeyboardInterrupt
+            real(self, seq)
+
+        monkeypatch.setattr(BatchQueue, "restart_own", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            w.stop(StopKind.PAUSED)
+        w.append(_user(1))
+        w.stop(StopKind.PAUSED)
+    finally:
+        w.close()
+    assert _checkpoints_hold(w.path) == 1
+    assert read_replay(w.path).verified
+
+
 def test_a_stop_interrupted_after_the_witness_restarts_does_not_refuse_the_next_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -104,6 +133,36 @@ def test_a_stop_interrupted_after_the_witness_restarts_does_not_refuse_the_next_
         monkeypatch.setattr(BatchQueue, "restart_own", interrupted)
         with pytest.raises(KeyboardInterrupt):
             w.stop(StopKind.PAUSED)
+        w.append(_user(1))
+        w.stop(StopKind.PAUSED)
+    finally:
+        w.close()
+    assert _checkpoints_hold(w.path) == 1
+    assert read_replay(w.path).verified
+
+
+def test_a_stop_interrupted_before_its_checkpoint_is_queued_does_not_refuse_the_next_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C landing after the mark and the witness both moved but before the checkpoint
+    is queued leaves nothing written, and the next stop checkpoints the file exactly."""
+    w = RolloutWriter.create(tmp_path, session_id="interrupted-queue")
+    try:
+        w.append(_user(0))
+        real = RolloutWriter._enqueue
+        calls = {"n": 0}
+
+        def interrupted(self: RolloutWriter, lines: list[bytes]) -> None:
+            if any(_CHECKPOINT in line for line in lines):
+                calls["n"] += 1
+                if calls["n"] == 1:
+                    raise KeyboardInterrupt
+            real(self, lines)
+
+        monkeypatch.setattr(RolloutWriter, "_enqueue", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            w.stop(StopKind.PAUSED)
+        assert w.path.read_bytes().count(_CHECKPOINT) == 0
         w.append(_user(1))
         w.stop(StopKind.PAUSED)
     finally:
