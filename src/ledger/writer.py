@@ -536,8 +536,11 @@ class RolloutWriter(LifeForms, AsyncForms, HistoryForms):
                 )
                 lines = [encode_record(checkpoint), encode_record(terminal)]
                 # The next read-back starts where this one ended; what follows is counted anew.
-                self._mark = mark
+                # The witness first: interrupted between the two, the old mark still holds (a
+                # read-back from it counts only records from ``seq`` on), whereas a new mark
+                # with the old witness would refuse the next checkpoint of a correct file.
                 self._q.restart_own(seq)
+                self._mark = mark
             else:
                 terminal = Terminal(
                     seq=seq,
