@@ -85,6 +85,7 @@ def model_lines(data: bytes) -> list[tuple[int, int, bytes]]:
 @example(data=BOM, first=1, block=1, carry=0, chunk=1)
 @example(data=BOM + b"ab\ncd", first=2, block=1, carry=1, chunk=2)
 @example(data=BOM + b"L" * 50, first=4, block=4, carry=10, chunk=3)
+@example(data=b"a\n" + b"L" * 10 + b"\n", first=1, block=1, carry=10, chunk=1)
 def test_backward_scan_is_the_forward_scan_reversed_at_every_cut(
     data: bytes, first: int, block: int, carry: int, chunk: int
 ) -> None:
