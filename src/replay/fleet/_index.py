@@ -147,7 +147,7 @@ def index_entries(rows: Iterable[tuple[ObjectURL, IndexRow]]) -> list[SessionEnt
 
 
 def _entry(url: ObjectURL, row: IndexRow) -> SessionEntry:
-    head = row.head
+    head, stop = row.head, _stop_facts(row)
     # The usual head, one session_meta line as the writer ends it, is decoded from the text
     # DuckDB gave (the same value as from its bytes: it is valid UTF-8) and the usual file
     # decided at once; any other row goes through entry_from_parts, as an object's would.
@@ -158,10 +158,10 @@ def _entry(url: ObjectURL, row: IndexRow) -> SessionEntry:
             meta = None
         if type(meta) is SessionMeta:
             name = url[url.rfind("/") + 1 :]
-            entry = usual_entry(url, name, row.size, meta, _stop_facts(row)) if name else None
+            entry = usual_entry(url, name, row.size, meta, stop) if name else None
             if entry is not None:
                 return entry
-    return entry_from_parts(url, size=row.size, head=head.encode(), stop=_stop_facts(row))
+    return entry_from_parts(url, size=row.size, head=head.encode(), stop=stop)
 
 
 @attrs.frozen
