@@ -48,6 +48,7 @@ __all__ = [
     "raise_walk_error",
     "list_sessions",
     "read_session_entry",
+    "usual_entry",
 ]
 
 _HEAD_LIMIT: Final = 4 * 1024 * 1024
@@ -318,27 +319,41 @@ def entry_from_parts(
         return _entry(path, 0, StopFacts(found=False), None, None, unreadable)
     meta, why = _parse_head(head)
     if meta is not None:
-        name = _implied_name(path.name, meta)
-        if name is not None:
-            # The usual file: its name is the one its session_meta implies, so of the flags
-            # below only a child's missing coordinates can apply (``_entry`` gives the same).
-            child = child_without_coordinates(meta)
-            return SessionEntry(
-                path,
-                name,
-                meta.session_id,
-                meta.agent_name,
-                meta.started_at,
-                meta.parent_session_id,
-                meta.delegation_id,
-                size,
-                meta,
-                stop,
-                resume_eligibility(stop, meta=meta),
-                (SessionFlag.CHILD_WITHOUT_COORDINATES,) if child else (),
-                (_CHILD_NOTE,) if child else (),
-            )
+        entry = usual_entry(path, path.name, size, meta, stop)
+        if entry is not None:
+            return entry
     return _entry(path, size, stop, meta, why, None)
+
+
+def usual_entry(
+    path: Location, name: str, size: int, meta: SessionMeta, stop: StopFacts
+) -> SessionEntry | None:
+    """The entry of the usual file, decided at once; ``None`` when the file is not one.
+
+    The usual file's name (``name``, the last part of ``path``) is the one its first line's
+    ``meta`` implies, so of the listing's flags only a child's missing coordinates can apply:
+    the full rules (``_entry``) give the same entry, which the tests pin. Every other file
+    goes through the full rules.
+    """
+    rollout_name = _implied_name(name, meta)
+    if rollout_name is None:
+        return None
+    child = child_without_coordinates(meta)
+    return SessionEntry(
+        path,
+        rollout_name,
+        meta.session_id,
+        meta.agent_name,
+        meta.started_at,
+        meta.parent_session_id,
+        meta.delegation_id,
+        size,
+        meta,
+        stop,
+        resume_eligibility(stop, meta=meta),
+        (SessionFlag.CHILD_WITHOUT_COORDINATES,) if child else (),
+        (_CHILD_NOTE,) if child else (),
+    )
 
 
 _CHILD_NOTE: Final = (
