@@ -39,9 +39,14 @@ another."""
 _EMPTY: tuple[Any, ...] = (None, [], {})  # a typed key holding one of these holds no data
 
 
+# What json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False) builds on
+# every call, built once: it holds no state between calls.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def dumps(value: Any) -> str:
     """Compact JSON text of ``value`` in the order given (never sorted)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 def same(a: Any, b: Any) -> bool:
