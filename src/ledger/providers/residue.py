@@ -121,7 +121,8 @@ def diff(
         residue["n"] = nested
     if lists:
         residue["l"] = lists
-    if list(apply(built, residue)) != list(original):
+    # With nothing else to apply, the rebuild keeps its own key order.
+    if (list(apply(built, residue)) if residue else list(built)) != list(original):
         residue["k"] = list(original)
     return residue
 
