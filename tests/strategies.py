@@ -1480,3 +1480,50 @@ def signed_requests(draw: st.DrawFn, shape: str) -> tuple[dict[str, object], lis
                 turns.append({"role": "tool", "tool_call_id": call["id"], "content": draw(ptext)})
     root = {"gemini": "contents", "openai_responses": "input", "openai_chat": "messages"}[shape]
     return {root: turns}, tokens, pieces
+
+
+# --- import speed, second part: values the shortcuts meet (tests/test_import_speed.py) ---------
+# Field values of every kind a check may be given (text with lone surrogates, a str subclass,
+# numbers, bools, UNSET, raw JSON good and bad, value types, containers of them), and JSON-like
+# values with what json.dumps refuses or rewrites (NaN, infinities, keys that are not text,
+# tuples, lone surrogates).
+
+
+class _Str(str):
+    """A str subclass: the checks hand back its plain text."""
+
+
+_any_text = st.text(max_size=6) | st.sampled_from(
+    ["\ud800", "a\udfff", "\u00e9t\u00e9", "\U0001f600"]
+)
+_field_leaves = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    _any_text,
+    _any_text.map(_Str),
+    st.just(msgspec.UNSET),
+    st.sampled_from([b'{"a":1}', b"[1,", b" 1", b"{}\n"]).map(msgspec.Raw),
+    origins,
+    st.builds(TextPart, text=text),
+    st.sampled_from(list(Role)),
+    st.sampled_from(["user", "summary", "nope"]),
+    utc_datetimes,
+)
+check_values = st.one_of(
+    _field_leaves,
+    st.lists(_field_leaves, max_size=3),
+    st.lists(_field_leaves, max_size=3).map(tuple),
+    st.dictionaries(_any_text, _field_leaves, max_size=2),
+)
+_dumps_keys = st.one_of(_any_text, st.integers(), st.booleans(), st.none(), st.floats())
+dumps_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(_dumps_keys, inner, max_size=3)
+    ),
+    max_leaves=8,
+)

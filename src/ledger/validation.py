@@ -210,8 +210,18 @@ def _compile_union(args: tuple[Any, ...]) -> tuple[Check, str]:
     by_kind = {_kind(a): c for a, (c, _) in zip(others, checks, strict=False)}
     # The check each type of value meets, remembered: the kind of a type never changes.
     by_type: dict[type, Check] = {}
+    # Values their check takes as they are by their type alone: exactly one of the structs
+    # (check_struct), UNSET (the one value of its type), ASCII text (check_text).
+    as_is = frozenset(structs) | ({msgspec.UnsetType} if msgspec.UnsetType in args else set())
+    text_ok = str in others
 
     def check_union(value: Any, where: str) -> Any:
+        tp = type(value)
+        if tp in as_is or (tp is str and text_ok and value.isascii()):
+            return value
+        return careful(value, where)
+
+    def careful(value: Any, where: str) -> Any:
         if value is None:
             if none_ok:
                 return None
@@ -233,7 +243,12 @@ def _compile_union(args: tuple[Any, ...]) -> tuple[Check, str]:
             hint = "build it with ledger.raw_json(value)"
         raise InvalidFieldError(where, value, names, hint)
 
+    CAREFUL[check_union] = careful
     return check_union, names
+
+
+CAREFUL: dict[Check, Check] = {}
+"""The careful check behind each union check's shortcut (a test pins that both agree)."""
 
 
 _kinds: dict[Any, str] = {}
