@@ -37,6 +37,7 @@ gives a list of as many objects; ``k``: the original key order, when the rebuild
 another."""
 
 _EMPTY: tuple[Any, ...] = (None, [], {})  # a typed key holding one of these holds no data
+_ABSENT: Any = object()  # a key the rebuild does not have (None is a value it can hold)
 
 
 # What json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False) builds on
@@ -93,9 +94,13 @@ def diff(
     nested: dict[str, Residue] = {}
     lists: dict[str, list[Residue]] = {}
     for key, value in original.items():
-        if key in built and same(built[key], value):
+        other = built.get(key, _ABSENT)
+        # The rebuild mostly hands back the very objects it was given: same() of an object and
+        # itself is true without a walk.
+        if other is value or (other is not _ABSENT and same(other, value)):
             continue
-        other = built.get(key)
+        if other is _ABSENT:
+            other = None
         inner = tuple(t.partition(".")[2] for t in typed if t.startswith(key + "."))
         if isinstance(value, dict) and isinstance(other, dict):
             nested[key] = diff(value, other, typed=inner)
