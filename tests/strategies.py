@@ -1527,3 +1527,8 @@ dumps_values = st.recursive(
     ),
     max_leaves=8,
 )
+# Two objects over the same few keys whose values are equal to Python but not as JSON text
+# (1, 1.0 and True; 0.0 and -0.0), nested one level: an original and a rebuild for residues.
+_alike = st.sampled_from([1, 1.0, True, 0, False, 0.0, -0.0, None, "1", [1], [True], {"a": 1}])
+_alike_objects = st.dictionaries(st.sampled_from(["a", "b", "c"]), _alike, max_size=3)
+residue_pairs = st.tuples(_alike_objects, _alike_objects)

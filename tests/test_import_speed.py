@@ -19,8 +19,8 @@ from ledger.importers._report import Disposition, Tally
 from ledger.importers._source import read_source
 from ledger.messages import Message, Origin, Role, ToolCall
 from ledger.providers._conversion import Target
-from ledger.providers.residue import dumps
-from strategies import check_values, dumps_values, source_lines
+from ledger.providers.residue import apply, diff, dumps
+from strategies import check_values, dumps_values, residue_pairs, source_lines
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -174,3 +174,16 @@ def test_an_origin_shared_is_the_origin_made(fields: tuple[Any, Any, Any, Any]) 
     fresh = _outcome(lambda: Origin(provider=provider, api=api, model=model, endpoint=endpoint))
     assert _outcome(target.origin) == fresh
     assert _outcome(target.origin) == fresh
+
+
+@given(pair=residue_pairs)
+def test_a_residue_turns_the_rebuild_into_the_original_text(
+    pair: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    """Values equal to Python but not as JSON text (1, 1.0 and True; 0.0 and -0.0) are never
+    taken as the same: applying the residue gives the original's exact text back, whether the
+    rebuild holds the original's own objects or others."""
+    original, rebuilt = pair
+    shared = {k: original.get(k, v) for k, v in rebuilt.items()}
+    for built in (rebuilt, shared):
+        assert dumps(apply(built, diff(original, built))) == dumps(original)
