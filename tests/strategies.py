@@ -1525,3 +1525,55 @@ _record_lines = st.one_of(
 
 rollout_framed_bytes = framed_bytes(st.one_of(_framing_lines, _record_lines), max_lines=6)
 """Framed bytes whose lines are often real records (whole or cut short) among the damage."""
+
+
+# --- import speed, second part: values the shortcuts meet (tests/test_import_speed.py) ---------
+# Field values of every kind a check may be given (text with lone surrogates, a str subclass,
+# numbers, bools, UNSET, raw JSON good and bad, value types, containers of them), and JSON-like
+# values with what json.dumps refuses or rewrites (NaN, infinities, keys that are not text,
+# tuples, lone surrogates).
+
+
+class _Str(str):
+    """A str subclass: the checks hand back its plain text."""
+
+
+_any_text = st.text(max_size=6) | st.sampled_from(
+    ["\ud800", "a\udfff", "\u00e9t\u00e9", "\U0001f600"]
+)
+_field_leaves = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    _any_text,
+    _any_text.map(_Str),
+    st.just(msgspec.UNSET),
+    st.sampled_from([b'{"a":1}', b"[1,", b" 1", b"{}\n"]).map(msgspec.Raw),
+    origins,
+    st.builds(TextPart, text=text),
+    st.sampled_from(list(Role)),
+    st.sampled_from(["user", "summary", "nope"]),
+    utc_datetimes,
+)
+check_values = st.one_of(
+    _field_leaves,
+    st.lists(_field_leaves, max_size=3),
+    st.lists(_field_leaves, max_size=3).map(tuple),
+    st.dictionaries(_any_text, _field_leaves, max_size=2),
+)
+_dumps_keys = st.one_of(_any_text, st.integers(), st.booleans(), st.none(), st.floats())
+dumps_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(_dumps_keys, inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+# Two objects over the same few keys whose values are equal to Python but not as JSON text
+# (1, 1.0 and True; 0.0 and -0.0), nested one level: an original and a rebuild for residues.
+_alike = st.sampled_from([1, 1.0, True, 0, False, 0.0, -0.0, None, "1", [1], [True], {"a": 1}])
+_alike_objects = st.dictionaries(st.sampled_from(["a", "b", "c"]), _alike, max_size=3)
+residue_pairs = st.tuples(_alike_objects, _alike_objects)

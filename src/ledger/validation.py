@@ -170,7 +170,12 @@ def _compile(tp: Any) -> tuple[Check, str]:
             if type(value) not in (tuple, list):
                 hint = _PROVIDER_HINT if isinstance(value, Mapping) else ""
                 raise InvalidFieldError(where, value, f"a tuple of {item_name[2:]}", hint)
-            return tuple(item(v, f"{where}[{i}]") for i, v in enumerate(value))
+            # The paths of the items are spelled out only when one is refused: the checks are
+            # pure, so the second pass refuses the same item, now with its index.
+            try:
+                return tuple([item(v, where) for v in value])
+            except InvalidFieldError:
+                return tuple([item(v, f"{where}[{i}]") for i, v in enumerate(value)])
 
         return check_tuple, f"a tuple of {item_name[2:]}"
     if tp is str:
@@ -203,14 +208,30 @@ def _compile_union(args: tuple[Any, ...]) -> tuple[Check, str]:
     names = " or ".join(name for _, name in checks)
     none_ok = type(None) in args
     by_kind = {_kind(a): c for a, (c, _) in zip(others, checks, strict=False)}
+    # The check each type of value meets, remembered: the kind of a type never changes.
+    by_type: dict[type, Check] = {}
+    # Values their check takes as they are by their type alone: exactly one of the structs
+    # (check_struct), UNSET (the one value of its type), ASCII text (check_text).
+    as_is = frozenset(structs) | ({msgspec.UnsetType} if msgspec.UnsetType in args else set())
+    text_ok = str in others
 
     def check_union(value: Any, where: str) -> Any:
+        tp = type(value)
+        if tp in as_is or (tp is str and text_ok and value.isascii()):
+            return value
+        return careful(value, where)
+
+    def careful(value: Any, where: str) -> Any:
         if value is None:
             if none_ok:
                 return None
             raise InvalidFieldError(where, value, names)
-        kind = "tuple" if type(value) is list else _kind(type(value))
-        check = by_kind.get(kind)
+        tp = type(value)
+        check = by_type.get(tp)
+        if check is None:
+            check = by_kind.get("tuple" if tp is list else _kind(tp))
+            if check is not None and len(by_type) < 64:  # types made on the fly stay few
+                by_type[tp] = check
         if check is not None:
             return check(value, where)
         if structs and isinstance(value, msgspec.Struct):
@@ -222,7 +243,12 @@ def _compile_union(args: tuple[Any, ...]) -> tuple[Check, str]:
             hint = "build it with ledger.raw_json(value)"
         raise InvalidFieldError(where, value, names, hint)
 
+    CAREFUL[check_union] = careful
     return check_union, names
+
+
+CAREFUL: dict[Check, Check] = {}
+"""The careful check behind each union check's shortcut (a test pins that both agree)."""
 
 
 _kinds: dict[Any, str] = {}
@@ -323,19 +349,21 @@ def _struct_check(structs: tuple[type, ...]) -> Check:
     return check_struct
 
 
-_specs: dict[type, tuple[dict[str, Check], dict[str, str]]] = {}
+_Spec = tuple[dict[str, tuple[Check, str]], dict[str, str]]
+_specs: dict[type, _Spec] = {}
 
 
-def _spec(cls: type) -> tuple[dict[str, Check], dict[str, str]]:
-    """The check of every field, and what each required field takes."""
+def _spec(cls: type) -> _Spec:
+    """The check of every field with the field's name for errors (``Message.role``), and what
+    each required field takes."""
     spec = _specs.get(cls)
     if spec is None:
         hints = typing.get_type_hints(cls, include_extras=True)
-        checks: dict[str, Check] = {}
+        checks: dict[str, tuple[Check, str]] = {}
         required: dict[str, str] = {}
         for info in msgspec.structs.fields(cls):
             check, name = _compile(hints[info.name])
-            checks[info.name] = check
+            checks[info.name] = (check, f"{cls.__name__}.{info.name}")
             if info.required:
                 required[info.name] = name
         spec = (checks, required)
@@ -347,25 +375,26 @@ class Checked(msgspec.StructMeta):
     """The metaclass of the public value types: constructing one checks every field."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - a metaclass method
-        spec, required = _spec(cls)
-        owner = cls.__name__
+        spec, required = _specs.get(cls) or _spec(cls)
         if args:
             # Keyword-only (SPEC section 4): a positional value would silently meet a keyword for
             # the same field, or fall off the end.
             raise TypeError(
-                f"{owner}() takes keyword arguments only ({', '.join(f'{n}=...' for n in spec)}); "
-                f"got {len(args)} positional"
+                f"{cls.__name__}() takes keyword arguments only "
+                f"({', '.join(f'{n}=...' for n in spec)}); got {len(args)} positional"
             )
-        for name, expected in required.items():
-            if name not in kwargs:
-                raise InvalidFieldError(f"{owner}.{name}", MISSING, expected)
+        if not required.keys() <= kwargs.keys():
+            for name, expected in required.items():
+                if name not in kwargs:
+                    raise InvalidFieldError(f"{cls.__name__}.{name}", MISSING, expected)
         for name, value in kwargs.items():
-            check = spec.get(name)
-            if check is None:
+            found = spec.get(name)
+            if found is None:
                 raise TypeError(
-                    f"{owner}() has no field {name!r}; its fields are {', '.join(spec)}"
+                    f"{cls.__name__}() has no field {name!r}; its fields are {', '.join(spec)}"
                 )
-            kwargs[name] = check(value, f"{owner}.{name}")
+            check, where = found
+            kwargs[name] = check(value, where)
         return super().__call__(**kwargs)
 
 

@@ -8,8 +8,6 @@ raised as one :class:`ProviderError` naming the path from the payload's root (AD
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import msgspec
@@ -72,19 +70,31 @@ def _translate(message: str, path: str) -> ProviderError:
     return ProviderError(_join(path, m["at"]), f"a documented value ({what})")
 
 
-@contextmanager
-def located(path: str) -> Iterator[None]:
+def located(path: str) -> _Located:
     """Refusals met while converting the object at ``path`` raised as :class:`ProviderError`.
 
     A value of the documented shape that a ledger type still refuses (a lone surrogate in a
     signature) or nesting deeper than Python can walk would otherwise escape as another
     exception without the path of the fault.
     """
-    try:
-        yield
-    except InvalidFieldError as exc:
-        raise ProviderError(path or "request", f"a value the ledger can hold ({exc})") from None
-    except RecursionError:
-        raise ProviderError(
-            path or "request", "JSON nested less deeply (Python's recursion limit was reached)"
-        ) from None
+    return _Located(path)
+
+
+class _Located:
+    # A class, not a generator: entered once per message and per turn of every conversion.
+    __slots__ = ("path",)
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        path = self.path or "request"
+        if isinstance(exc, InvalidFieldError):
+            raise ProviderError(path, f"a value the ledger can hold ({exc})") from None
+        if isinstance(exc, RecursionError):
+            raise ProviderError(
+                path, "JSON nested less deeply (Python's recursion limit was reached)"
+            ) from None

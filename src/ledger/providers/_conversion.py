@@ -104,9 +104,22 @@ class Target:
 
     def origin(self) -> Origin:
         """The origin this target gives the messages it converts."""
-        return Origin(
-            provider=self.provider, api=self.api, model=self.model, endpoint=self.endpoint
-        )
+        key = (self.provider, self.api, self.model, self.endpoint)
+        # One value per target, made once: an origin is immutable, and every conversion asks.
+        # Anything but text is left to the origin's own checks, which refuse it.
+        if not all(v is None or type(v) is str for v in key):
+            return Origin(provider=key[0], api=key[1], model=key[2], endpoint=key[3])
+        found = _origins.get(key)
+        if found is None:
+            if len(_origins) >= 256:  # endpoints and models named on the fly stay few
+                _origins.clear()
+            found = _origins[key] = Origin(
+                provider=key[0], api=key[1], model=key[2], endpoint=key[3]
+            )
+        return found
+
+
+_origins: dict[tuple[str | None, ...], Origin] = {}
 
 
 def warn_left_out(conversion: Conversion, shape: str) -> dict[str, Any]:

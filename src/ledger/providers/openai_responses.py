@@ -72,12 +72,12 @@ def to_ledger(
     items = request["input"]
     if isinstance(items, str):
         return (*out, Message(role=Role.USER, content=items, extra=_ext({"s": 1})))
-    turn: list[tuple[int, Any]] = []
+    turn: list[tuple[int, Any, str]] = []
     for j, item in enumerate(items):
         path = at("input", j)
         kind = _kind(item, path)
         if kind in _TURN or (kind not in _OUTPUT and kind != "message") or _assistant(item):
-            turn.append((j, item))
+            turn.append((j, item, kind))
             continue
         if turn:
             out.append(_located_turn(turn, "input", origin))
@@ -89,7 +89,7 @@ def to_ledger(
     return tuple(out)
 
 
-def _located_turn(items: list[tuple[int, Any]], root: str, origin: Origin) -> Message:
+def _located_turn(items: list[tuple[int, Any, str]], root: str, origin: Origin) -> Message:
     # A turn spans items: a refusal inside one is placed at the turn's first item.
     with located(at(root, items[0][0])):
         return _turn(items, root, origin)
@@ -104,9 +104,9 @@ def response_to_ledger(response: Mapping[str, Any], *, endpoint: str | None = No
         raise fail("output", "a list of output items")
     model = response.get("model")
     origin = target(model if isinstance(model, str) else None, endpoint).origin()
-    for j, item in enumerate(output):
-        _kind(item, at("output", j))
-    message = _located_turn(list(enumerate(output)), "output", origin)
+    # Each item's kind is checked once, here; the turn reads it from the list.
+    kinds = [(j, item, _kind(item, at("output", j))) for j, item in enumerate(output)]
+    message = _located_turn(kinds, "output", origin)
     meta = {k: v for k, v in response.items() if k != "output"}
     residue = read_extra(message.extra, SHAPE) | {"r": meta}
     return msgspec.structs.replace(message, extra=with_extra(residue, SHAPE, "response"))
@@ -186,16 +186,15 @@ def _output(item: Any, path: str) -> Message:
     return msgspec.structs.replace(bare, extra=_ext(residue, path))
 
 
-def _turn(items: list[tuple[int, Any]], root: str, origin: Origin) -> Message:
+def _turn(items: list[tuple[int, Any, str]], root: str, origin: Origin) -> Message:
     reasoning: list[Reasoning] = []
     calls: list[ToolCall] = []
     parts: list[ContentPart] = []
     held: list[dict[str, Any]] = []  # per message item: its part count, form and residue
     item_id: str | None = None
     tokens = ""
-    for j, item in items:
+    for j, item, kind in items:
         path = at(root, j)
-        kind = _kind(item, path)
         if kind == "reasoning":
             shape = check(item, s.ResponsesReasoning, path)
             enc = shape.encrypted_content if isinstance(shape.encrypted_content, str) else None

@@ -37,11 +37,17 @@ gives a list of as many objects; ``k``: the original key order, when the rebuild
 another."""
 
 _EMPTY: tuple[Any, ...] = (None, [], {})  # a typed key holding one of these holds no data
+_ABSENT: Any = object()  # a key the rebuild does not have (None is a value it can hold)
+
+
+# What json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False) builds on
+# every call, built once: it holds no state between calls.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def dumps(value: Any) -> str:
     """Compact JSON text of ``value`` in the order given (never sorted)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 def same(a: Any, b: Any) -> bool:
@@ -88,9 +94,13 @@ def diff(
     nested: dict[str, Residue] = {}
     lists: dict[str, list[Residue]] = {}
     for key, value in original.items():
-        if key in built and same(built[key], value):
+        other = built.get(key, _ABSENT)
+        # The rebuild mostly hands back the very objects it was given: same() of an object and
+        # itself is true without a walk.
+        if other is value or (other is not _ABSENT and same(other, value)):
             continue
-        other = built.get(key)
+        if other is _ABSENT:
+            other = None
         inner = tuple(t.partition(".")[2] for t in typed if t.startswith(key + "."))
         if isinstance(value, dict) and isinstance(other, dict):
             nested[key] = diff(value, other, typed=inner)
@@ -116,7 +126,8 @@ def diff(
         residue["n"] = nested
     if lists:
         residue["l"] = lists
-    if list(apply(built, residue)) != list(original):
+    # With nothing else to apply, the rebuild keeps its own key order.
+    if (list(apply(built, residue)) if residue else list(built)) != list(original):
         residue["k"] = list(original)
     return residue
 
