@@ -69,6 +69,8 @@ class LocalS3:
     def __init__(self) -> None:
         self.requests: list[Request] = []
         self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)
+        self._in_flight = 0
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self.endpoint = ""
@@ -86,22 +88,29 @@ class LocalS3:
             body = _CountingInput(environ["wsgi.input"])
             environ["wsgi.input"] = body
             n = 0
-            for chunk in app(environ, start):
-                n += len(chunk)
-                yield chunk
-            query = environ.get("QUERY_STRING", "")
-            path = environ.get("PATH_INFO", "") + (f"?{query}" if query else "")
             with self._lock:
-                self.requests.append(
-                    Request(
-                        environ["REQUEST_METHOD"],
-                        path,
-                        status[0],
-                        n,
-                        environ.get("HTTP_RANGE"),
-                        body.count,
+                self._in_flight += 1
+            try:
+                for chunk in app(environ, start):
+                    n += len(chunk)
+                    yield chunk
+            finally:
+                # The client may hold the whole answer before this runs: counted() waits.
+                query = environ.get("QUERY_STRING", "")
+                path = environ.get("PATH_INFO", "") + (f"?{query}" if query else "")
+                with self._lock:
+                    self.requests.append(
+                        Request(
+                            environ["REQUEST_METHOD"],
+                            path,
+                            status[0],
+                            n,
+                            environ.get("HTTP_RANGE"),
+                            body.count,
+                        )
                     )
-                )
+                    self._in_flight -= 1
+                    self._settled.notify_all()
 
         return counting
 
@@ -139,8 +148,10 @@ class LocalS3:
             self.requests.clear()
 
     def counted(self) -> list[Request]:
-        """The requests answered since the last reset."""
-        with self._lock:
+        """The requests answered since the last reset (after those still being answered end,
+        for up to five seconds: a client holds an answer before the server has counted it)."""
+        with self._settled:
+            self._settled.wait_for(lambda: self._in_flight == 0, timeout=5.0)
             return list(self.requests)
 
     def set_auth(self, enforced: bool) -> None:
