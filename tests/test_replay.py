@@ -11,6 +11,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+import replay.replay as replay_module
 from ledger import (
     DegradationKind,
     Message,
@@ -465,6 +466,28 @@ def test_the_estimate_read_from_the_lines_is_the_messages_estimate(
         w.stop("paused")
     rep = read_replay(w.path, max_messages=cap)
     assert rep.estimated_tokens == sum(estimate_tokens(m) for m in rep.messages)
+
+
+def test_the_estimate_of_ascii_lines_encodes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """For ASCII lines the estimate comes from their lengths alone: no message is encoded to
+    count it, and the figure is the messages' estimate (with reasoning joined, and capped)."""
+    ms = conversation(3)
+    with RolloutWriter.create(tmp_path, session_id="ascii") as w:
+        for m in ms:
+            w.append(m)
+        w.append(Message(role=Role.ASSISTANT, content="done", reasoning=(Reasoning(text="think"),)))
+        w.stop("paused")
+    want = read_replay(w.path).messages
+    full, capped = sum(map(estimate_tokens, want)), sum(map(estimate_tokens, want[-2:]))
+
+    def refuse(message: Message) -> int:
+        raise AssertionError("a message was encoded to estimate it")
+
+    monkeypatch.setattr(replay_module, "estimate_tokens", refuse)
+    assert read_replay(w.path, token_budget=1 << 40).estimated_tokens == full
+    assert read_replay(w.path, max_messages=2).estimated_tokens == capped
 
 
 # --- end to end with the writer ----------------------------------------------------------------

@@ -35,7 +35,7 @@ from ledger.records import (
     Usage,
 )
 from ledger.state import Entry, ReplayState, UsageTotals
-from ledger.tokens import MESSAGE_OVERHEAD_TOKENS, AsciiBlocks, tokens_of_items
+from ledger.tokens import MESSAGE_OVERHEAD_TOKENS, UNKNOWN, AsciiBlocks, read_tokens
 
 __all__ = [
     "Batch",
@@ -223,14 +223,14 @@ class _Builder:
                             if hashing:
                                 pending_items.append(item)  # type: ignore[arg-type]
                                 groups.append(group_hash(pending_items))
-                                tokens.append(tokens_of_items(pending_items, ascii))
+                                tokens.append(read_tokens(pending_items, ascii))
                             pending_items.clear()
                         elif hashing:
                             groups.append(group_hash((item,)))  # type: ignore[arg-type]
                             if ascii.block_of(item):  # type: ignore[arg-type]
                                 tokens.append(_OVERHEAD + ((len(item) + 3) >> 2))  # type: ignore[arg-type]
                             else:
-                                tokens.append(tokens_of_items((item,), ascii))  # type: ignore[arg-type]
+                                tokens.append(UNKNOWN)
                         messages.append(message)
                         if self.checkpoint is not None:
                             self.after_checkpoint += 1
@@ -258,14 +258,14 @@ class _Builder:
                 if hashing:
                     self.pending_items.append(item)  # type: ignore[arg-type]
                     self.digest_groups.append(group_hash(self.pending_items))
-                    self.group_tokens.append(tokens_of_items(self.pending_items, self.ascii))
+                    self.group_tokens.append(read_tokens(self.pending_items, self.ascii))
                     hashing = False
                 self.pending_items.clear()
             else:
                 self.drop_pending(line, f"a {message.role} message came first")
         if hashing:
             self.digest_groups.append(group_hash((item,)))  # type: ignore[arg-type]
-            self.group_tokens.append(tokens_of_items((item,), self.ascii))  # type: ignore[arg-type]
+            self.group_tokens.append(read_tokens((item,), self.ascii))  # type: ignore[arg-type]
         self.messages.append(message)
         if self.checkpoint is not None:
             self.after_checkpoint += 1

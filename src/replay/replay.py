@@ -22,7 +22,7 @@ from ledger.messages import Message
 from ledger.reader import rebuild
 from ledger.records import AgentCheckpoint, SessionMeta, Terminal
 from ledger.reducer import ReplayState, UsageTotals
-from ledger.tokens import BYTES_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, tokens_of_items
+from ledger.tokens import BYTES_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, UNKNOWN, tokens_of_items
 from replay._checks import check_budget, check_callable, check_count
 from replay._files import open_rollout
 from replay._location import Location, location
@@ -53,7 +53,8 @@ def estimate_tokens(message: Message) -> int:
     :data:`BYTES_PER_TOKEN` bytes, and every non-ASCII character (CJK, emoji, accented letters)
     counts one token, since BPE tokenizers rarely merge them. Plus
     :data:`MESSAGE_OVERHEAD_TOKENS`. It is an estimate for budgets, not a bill. A replay of a
-    file of format 2 takes it from the lines it read, without encoding the messages again.
+    file of format 2 takes it from the lengths of the ASCII lines it read, without encoding the
+    messages again.
     """
     return tokens_of_items(message_items(message))
 
@@ -297,13 +298,15 @@ def replay_from_state(
 def _read_tokens(state: ReplayState, kept: int) -> int | None:
     """The default estimate of the last ``kept`` messages from the lines read (what
     :func:`estimate_tokens` gives for them); ``None`` when the lines did not give it for each
-    of those messages (a compaction's messages, a file of format 1)."""
+    of those messages (a compaction's messages, a file of format 1, text that is not ASCII)."""
     tokens = state.group_tokens
     if state.digest_rule < 2 or len(tokens) != len(state.messages) - state.digest_base:
         return None
     if kept > len(tokens):
         return None
-    return sum(tokens[len(tokens) - kept :])
+    kept_tokens = tokens[len(tokens) - kept :]
+    # A group the reader left unknown (not all ASCII): counted from the messages when asked.
+    return None if UNKNOWN in kept_tokens else sum(kept_tokens)
 
 
 def _verify(state: ReplayState, degraded: list[Degradation]) -> bool:
