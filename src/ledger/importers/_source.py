@@ -12,10 +12,10 @@ import attrs
 import msgspec
 
 from ledger.digest import DIGEST_PREFIX, file_sha256
+from ledger.framing import BOM
 
 __all__ = ["Source", "read_source"]
 
-_BOM = b"\xef\xbb\xbf"
 _decode = msgspec.json.Decoder().decode
 
 
@@ -56,7 +56,7 @@ def read_source(path: Path) -> Source:
     values: list[Any] = []
     problems: dict[int, str] = {}
     for n, raw in enumerate(pieces, 1):
-        if not raw.startswith(_BOM):
+        if not raw.startswith(BOM):
             # JSON's own whitespace around a value changes nothing: most lines decode as they
             # are, without a stripped copy; any other line takes the careful path below.
             try:
@@ -65,8 +65,8 @@ def read_source(path: Path) -> Source:
             except (msgspec.DecodeError, RecursionError):
                 pass
         s = raw.strip()
-        if s.startswith(_BOM):
-            s = s[len(_BOM) :].strip()
+        if s.startswith(BOM):
+            s = s[len(BOM) :].strip()
         if not s:
             values.append(None)
             problems[n] = "blank"
