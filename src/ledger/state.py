@@ -106,7 +106,9 @@ class ReplayState:
     digest_compaction: bytes | None = None
     digest_base: int = 0
     digest_groups: tuple[bytes, ...] = ()
-    group_tokens: tuple[int, ...] = ()
+    # The estimate of each group read, or UNKNOWN (ADR 0068): a cache of what the messages give,
+    # known or not by where the reader's blocks fell, so two reads of one file compare equal.
+    group_tokens: tuple[int, ...] = attrs.field(default=(), eq=False)
     pending_items: tuple[bytes, ...] = ()
     at_checkpoint_digest: str | None = None
 
