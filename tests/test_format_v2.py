@@ -37,7 +37,7 @@ from ledger import (
     encode_record,
     raw_json,
 )
-from ledger import reducer as reducer_module
+from ledger import reducer_facts as reducer_module
 from ledger.codec import RecordDecodeError
 from ledger.reader import iter_entries
 from replay import fold

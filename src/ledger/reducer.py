@@ -21,10 +21,8 @@ from ledger.history import Rewound, SeqRun
 from ledger.messages import Message, Reasoning, Role
 from ledger.records import (
     DESCRIPTION_TYPES,
-    FORMAT_VERSION,
     AgentCheckpoint,
     Compacted,
-    Description,
     Event,
     MessageRecord,
     ReasoningRecord,
@@ -32,8 +30,8 @@ from ledger.records import (
     SessionMeta,
     Terminal,
     Turn,
-    Usage,
 )
+from ledger.reducer_facts import SessionFacts
 from ledger.state import Entry, ReplayState, UsageTotals
 from ledger.tokens import MESSAGE_OVERHEAD_TOKENS, UNKNOWN, AsciiBlocks, read_tokens
 
@@ -69,10 +67,10 @@ _FREEZE: Final[dict[str, Callable[[Any], Any]]] = {
 }
 
 
-class _Builder:
+class _Builder(SessionFacts):
     """The mutable twin of :class:`ReplayState`, private to this module."""
 
-    __slots__ = (*_FIELDS, "ascii")
+    __slots__ = tuple(n for n in (*_FIELDS, "ascii") if n not in SessionFacts.__slots__)
     # The working forms of the state's fields; every field is named here once, and a field of
     # ReplayState without its line fails the type check where the reducer uses it.
     meta: SessionMeta | None
@@ -122,35 +120,6 @@ class _Builder:
         for name, frozen in _FREEZE.items():
             values[name] = frozen(values[name])
         return ReplayState(**values)
-
-    def degrade(
-        self, kind: DegradationKind, detail: str, line: int | None, seq: int | None = None
-    ) -> None:
-        self.degraded.append(Degradation(kind=kind, detail=detail, line=line, seq=seq))
-
-    def check_seq(self, seq: int, line: int | None) -> None:
-        last = self.last_seq
-        expected = 1 if last is None else last + 1
-        if last is not None and seq <= last:
-            self.degrade(
-                DegradationKind.SEQUENCE_DUPLICATE,
-                f"sequence number {seq} repeats or goes back (the previous record had {last}); "
-                "the record is applied as it stands",
-                line,
-                seq,
-            )
-            return
-        missing = seq - expected
-        # Damaged lines already reported account for the numbers they carried.
-        if missing > self.damaged_run:
-            self.degrade(
-                DegradationKind.SEQUENCE_GAP,
-                f"sequence jumps from {expected - 1} to {seq}: "
-                f"{missing} record(s) missing before this line",
-                line,
-                seq,
-            )
-        self.last_seq = seq
 
     def drop_pending(self, line: int | None, before: str) -> None:
         n = len(self.pending_reasoning)
@@ -363,58 +332,6 @@ class _Builder:
             kept = max(0, len(self.messages) - self.digest_base)
             del self.digest_groups[kept:]
             del self.group_tokens[kept:]
-
-    def on_description(self, entry: Description) -> None:
-        # What describes the session stays out of the conversation, and so out of the digest
-        # and of what a checkpoint covers (ADRs 0121-0124).
-        if isinstance(entry, Usage):
-            rid = entry.response_id
-            if rid is not None and rid in self.usage_ids:
-                self.usage = attrs.evolve(self.usage, repeated=self.usage.repeated + 1)
-                return
-            if rid is not None:
-                self.usage_ids.add(rid)
-            self.usage = self.usage.add(entry)
-        elif isinstance(entry, Turn):
-            self.turn = entry
-            if entry.boundary == "start":
-                self.turns += 1
-        elif isinstance(entry, Event):
-            self.events += 1
-            self.last_event = entry
-        else:
-            self.meta_updates += 1
-            if entry.title is not None:
-                self.title = entry.title
-
-    def on_meta(self, meta: SessionMeta, line: int | None, first: bool) -> None:
-        if self.meta is not None:
-            self.degrade(
-                DegradationKind.META_REPEATED,
-                f"a second session_meta (session {meta.session_id}) after the one for "
-                f"{self.meta.session_id}; the first is kept",
-                line,
-                meta.seq,
-            )
-            return
-        if not first:
-            self.degrade(
-                DegradationKind.META_NOT_FIRST,
-                "session_meta is not the first record of the file",
-                line,
-                meta.seq,
-            )
-        if meta.format_version > FORMAT_VERSION:
-            self.degrade(
-                DegradationKind.NEWER_FORMAT,
-                f"written in format version {meta.format_version}, newer than this reader's "
-                f"{FORMAT_VERSION}: fields it does not know were ignored; upgrade rollout-ledger",
-                line,
-                meta.seq,
-            )
-        self.meta = meta
-        if meta.format_version < 2:
-            self.digest_rule = meta.format_version  # digested from its messages (ADR 0007)
 
 
 def apply(state: ReplayState, entry: Entry, *, line: int | None = None) -> ReplayState:
