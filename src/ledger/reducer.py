@@ -23,13 +23,11 @@ from ledger.records import (
     DESCRIPTION_TYPES,
     AgentCheckpoint,
     Compacted,
-    Event,
     MessageRecord,
     ReasoningRecord,
     Rewind,
     SessionMeta,
     Terminal,
-    Turn,
 )
 from ledger.reducer_facts import SessionFacts
 from ledger.state import Entry, ReplayState, UsageTotals
@@ -71,9 +69,8 @@ class _Builder(SessionFacts):
     """The mutable twin of :class:`ReplayState`, private to this module."""
 
     __slots__ = tuple(n for n in (*_FIELDS, "ascii") if n not in SessionFacts.__slots__)
-    # The working forms of the state's fields; every field is named here once, and a field of
-    # ReplayState without its line fails the type check where the reducer uses it.
-    meta: SessionMeta | None
+    # The working forms of the state's fields; every field is named here or in SessionFacts
+    # once, and a field of ReplayState without its line fails the type check where it is used.
     messages: list[Message]
     pending_reasoning: list[Reasoning]
     checkpoint: AgentCheckpoint | None
@@ -84,23 +81,11 @@ class _Builder(SessionFacts):
     terminal_line: int | None
     compactions: int
     compacted_line: int | None
-    last_seq: int | None
     entries: int
-    degraded: list[Degradation]
-    damaged_run: int
     window_start_line: int | None
-    usage: UsageTotals
-    usage_ids: set[str]
-    turn: Turn | None
-    turns: int
-    events: int
-    last_event: Event | None
-    title: str | None
-    meta_updates: int
     seq_runs: list[SeqRun]
     run_broken: bool
     rewound: Rewound
-    digest_rule: int
     digest_compaction: bytes | None
     digest_base: int
     digest_groups: list[bytes]
