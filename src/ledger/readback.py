@@ -71,17 +71,23 @@ class _TallyFile(PreadFile):
         return n
 
 
-def _prefix_crc(fd: int, size: int) -> int | None:
-    """The CRC-32 of the file's first ``size`` bytes; ``None`` when it is shorter now."""
+def _tally(fd: int, size: int, *, count_lines: bool) -> tuple[int, int, bytes] | None:
+    """The CRC-32 of the file's first ``size`` bytes, their line count (when asked) and last
+    byte; ``None`` when the file is shorter now."""
     crc = 0
+    lines = 0
     pos = 0
+    last = b""
     while pos < size:
         data = os.pread(fd, min(CHUNK_BYTES, size - pos), pos)
         if not data:
             return None
         crc = zlib.crc32(data, crc)
+        if count_lines:
+            lines += data.count(_NL)
         pos += len(data)
-    return crc
+        last = data[-1:]
+    return crc, lines, last
 
 
 def read_back(
@@ -92,7 +98,8 @@ def read_back(
     give back the writer's own records as they were written (``own`` is their first seq, count
     and CRC-32 of their lines, :meth:`BatchQueue.own_records`). Returns the state, the problem
     (``None`` when there is none) and the mark of this read (the given one after a problem)."""
-    if mark.offset and _prefix_crc(fd, mark.offset) != mark.crc:
+    before = _tally(fd, mark.offset, count_lines=False) if mark.offset else None
+    if mark.offset and (before is None or before[0] != mark.crc):
         assert mark.state is not None
         return (
             mark.state,
@@ -143,20 +150,10 @@ def read_back(
 def mark_of_open(fd: int, size: int, state: ReplayState) -> ReadMark:
     """The mark of the read :meth:`RolloutWriter.open` made of the file's first ``size`` bytes
     (the empty mark when they do not end at a line end)."""
-    crc = 0
-    lines = 0
-    pos = 0
-    last = b""
-    while pos < size:
-        data = os.pread(fd, min(CHUNK_BYTES, size - pos), pos)
-        if not data:
-            return ReadMark()
-        crc = zlib.crc32(data, crc)
-        lines += data.count(_NL)
-        pos += len(data)
-        last = data[-1:]
-    if last != _NL:
+    read = _tally(fd, size, count_lines=True)
+    if read is None or read[2] != _NL:
         return ReadMark()
+    crc, lines, _ = read
     return ReadMark(size, crc, lines, state)
 
 
