@@ -158,6 +158,25 @@ def test_restore_refuses_bytes_that_changed_in_the_trash(tmp_path: Path) -> None
     assert not path.exists()
 
 
+def test_emptying_keeps_bytes_that_changed_in_the_trash(tmp_path: Path) -> None:
+    """Emptying never deletes a file whose bytes are not those its prune logged: it is kept,
+    and the reason heard names both digests and what the operator may do."""
+    path = _session(tmp_path, "s")
+    prune(tmp_path, named=[path])
+    inside = trash_files(tmp_path) / path.name
+    inside.write_bytes(inside.read_bytes().replace(b"hello", b"HELLO"))
+    kept: list[tuple[Path, str]] = []
+    later = datetime.now(UTC) + timedelta(days=2)
+    gone = empty_trash(
+        tmp_path, older_than=timedelta(days=1), at=later, on_kept=lambda p, w: kept.append((p, w))
+    )
+    assert gone == []
+    assert inside.is_file()
+    assert len(kept) == 1 and kept[0][0] == inside
+    assert "is not what was pruned" in kept[0][1] and "remove it by hand" in kept[0][1]
+    assert file_sha256(inside.read_bytes())[0] in kept[0][1]
+
+
 def test_emptying_without_a_prune_on_record_counts_from_the_move(tmp_path: Path) -> None:
     """A file in the trash whose prune line is gone (a rotated log) is as old as its last
     status change, never deleted at once whatever --older-than says."""

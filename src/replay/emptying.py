@@ -20,7 +20,7 @@ from replay.trash import (
     FileHeldError,
     append_audit,
     command_text,
-    fd_hash,
+    held_as_pruned,
     held_file,
     now,
     relative_to_root,
@@ -102,14 +102,9 @@ def _delete_one(
     dry_run: bool,
 ) -> bool:
     with held_file(path) as fd:
-        sha, size = fd_hash(fd)
-        if pruned is not None and pruned.digest is not None and sha != pruned.digest:
-            raise FileHeldError(
-                errno.EIO,
-                f"its bytes are not those pruned (sha256 {sha}, logged {pruned.digest}): it "
-                "changed in the trash; restore it or remove it by hand",
-                os.fspath(path),
-            )
+        sha, size = held_as_pruned(
+            fd, pruned, path, inside, "Kept: restore it or remove it by hand", FileHeldError
+        )
         if dry_run:
             return True
         append_audit(

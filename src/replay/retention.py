@@ -31,6 +31,7 @@ from replay.trash import (
     append_audit,
     command_text,
     fd_hash,
+    held_as_pruned,
     held_file,
     move_file,
     now,
@@ -303,15 +304,13 @@ def restore(
                 os.fspath(target),
             )
         with held_file(found) as fd:
-            sha, size = fd_hash(fd)
-            if pruned is not None and pruned.digest is not None and sha != pruned.digest:
-                raise TrashError(
-                    errno.EIO,
-                    f"{inside} is not what was pruned: its sha256 is {sha}, the audit log "
-                    f"recorded {pruned.digest} when it was pruned; it changed in the trash. "
-                    "Nothing was restored: copy it out by hand if it is wanted as it is",
-                    os.fspath(found),
-                )
+            sha, size = held_as_pruned(
+                fd,
+                pruned,
+                found,
+                inside,
+                "Nothing was restored: copy it out by hand if it is wanted as it is",
+            )
             append_audit(
                 base,
                 AuditEntry(

@@ -40,6 +40,7 @@ __all__ = [
     "command_text",
     "fd_hash",
     "file_hash",
+    "held_as_pruned",
     "held_file",
     "move_file",
     "now",
@@ -234,6 +235,31 @@ def fd_hash(fd: int) -> tuple[str, int]:
     with os.fdopen(os.dup(fd), "rb") as f:
         f.seek(0)
         return file_sha256(f)
+
+
+def held_as_pruned(
+    fd: int,
+    pruned: AuditEntry | None,
+    path: Path,
+    inside: str,
+    outcome: str,
+    error: type[TrashError] = TrashError,
+) -> tuple[str, int]:
+    """The sha256 and size of the held file ``fd`` (``inside`` the trash, at ``path``), checked
+    against the digest the audit log recorded when it was pruned.
+
+    Raises ``error`` when the bytes differ: the file changed in the trash, and ``outcome``
+    (what was not done, and what the operator may do) ends the message.
+    """
+    sha, size = fd_hash(fd)
+    if pruned is not None and pruned.digest is not None and sha != pruned.digest:
+        raise error(
+            errno.EIO,
+            f"{inside} is not what was pruned: its sha256 is {sha}, the audit log recorded "
+            f"{pruned.digest} when it was pruned; it changed in the trash. {outcome}",
+            os.fspath(path),
+        )
+    return sha, size
 
 
 @contextlib.contextmanager
