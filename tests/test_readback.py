@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ledger.readback as readback_module
+import ledger.writer_files as writer_files
 import strategies as s
 from ledger import Message, ReadBackError, Role, RolloutWriter, StopKind
 from ledger.reader import rebuild
@@ -108,6 +109,41 @@ def test_a_file_cut_short_before_the_mark_refuses_the_checkpoint(tmp_path: Path)
     with pytest.raises(ReadBackError):
         w.stop(StopKind.PAUSED)
     w.close()
+
+
+def test_bytes_appended_while_open_reads_are_not_counted_as_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program that ignores the lock and appends a record between open's fold and the mark
+    it keeps: those bytes were never folded, so the next stop reads them (and refuses the
+    checkpoint: their seq clashes with the writer's) instead of taking them as read."""
+    w = RolloutWriter.create(tmp_path, session_id="raced")
+    w.append(_user(0))
+    w.stop(StopKind.PAUSED)
+    w.close()
+    rogue = b'{"type":"message","seq":4,"ts":"2026-12-03T00:00:00Z","message":'
+    rogue += b'{"role":"user","content":"from elsewhere"}}\n'
+    real = writer_files.rebuild_stream
+
+    def fold_then_race(*args: Any, **kwargs: Any) -> Any:
+        state = real(*args, **kwargs)
+        fd = os.open(w.path, os.O_WRONLY | os.O_APPEND)
+        try:
+            os.write(fd, rogue)
+        finally:
+            os.close(fd)
+        return state
+
+    monkeypatch.setattr(writer_files, "rebuild_stream", fold_then_race)
+    again = RolloutWriter.open(w.path)
+    monkeypatch.undo()
+    again.append(_user(1))
+    with pytest.raises(ReadBackError, match="sequence number 4 repeats"):
+        again.stop(StopKind.PAUSED)
+    again.close()
+    assert rogue in w.path.read_bytes()
+    assert rebuild(w.path).checkpoint is not None
+    assert rebuild(w.path).checkpoint.seq < 4  # type: ignore[union-attr]
 
 
 _steps = st.lists(

@@ -301,7 +301,7 @@ class RolloutWriter(LifeForms, AsyncForms, HistoryForms):
         in a ``.torn`` sidecar. The repair is logged as a warning and kept in :attr:`repair`.
         """
         durability = durability_arg(durability)
-        with taken_rollout(Path(path), durability) as (real, fd, state, repair):
+        with taken_rollout(Path(path), durability) as (real, fd, state, repair, read):
             assert state.meta is not None  # taken_rollout checked the head
             size = os.fstat(fd).st_size
             writer = cls(
@@ -316,7 +316,7 @@ class RolloutWriter(LifeForms, AsyncForms, HistoryForms):
                 stopped=True,
                 targets=RewindTargets(state.rewound.base, state.rewound.ranges),
                 origin=state.meta.fork,
-                mark=mark_of_open(fd, size, state),
+                mark=mark_of_open(fd, read, state),
             )
             writer._start()
         return writer

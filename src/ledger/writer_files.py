@@ -138,9 +138,9 @@ def new_rollout(
 @contextlib.contextmanager
 def taken_rollout(
     path: Path, durability: Durability
-) -> Iterator[tuple[Path, int, ReplayState, TailRepair | None]]:
+) -> Iterator[tuple[Path, int, ReplayState, TailRepair | None, int]]:
     """Take up the existing rollout at ``path``: yield its absolute path, a locked descriptor,
-    its state and the tail repair made. Nothing is touched unless it is a regular file whose
+    its state, the tail repair made and the offset up to which the state was read. Nothing is touched unless it is a regular file whose
     first line is a ``session_meta`` this library can continue. If the block fails, the lock
     and the descriptor are released."""
     try:
@@ -182,9 +182,12 @@ def taken_rollout(
             log.warning("repaired the tail of %s: %s", path, repair)
             if durability is not Durability.OS:
                 os.fsync(fd)
-        with io.BufferedReader(PreadFile(fd), CHUNK_BYTES) as f:
+        raw = PreadFile(fd)
+        with io.BufferedReader(raw, CHUNK_BYTES) as f:
             state = rebuild_stream(f, from_last_compaction=True)
-        yield path, fd, state, repair
+        # Where the fold stopped reading (the end of file it met), not the size now: a program
+        # that ignores the lock and appends meanwhile must not have its bytes counted as read.
+        yield path, fd, state, repair, raw.tell()
     except BaseException as exc:
         locking.release(fd)
         locking.untrack(fd)
