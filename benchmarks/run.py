@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from benchmarks import gen, guard, importing, peers
+from benchmarks import datasets, gen, guard, importing, peer_shapes, peers
 from ledger import Message, StopKind, message_records
 from ledger.records import Record
 
@@ -239,10 +239,10 @@ def _records(messages: Sequence[Message]) -> list[Record]:
 def section_write(cfg: Config, lib: Library, rep: Report, work: Path) -> None:
     n = cfg.write_n
     msgs = gen.conversation(n, "ascii")
-    dicts = [gen.to_plain_dict(m) for m in msgs]
+    dicts = [peer_shapes.to_plain_dict(m) for m in msgs]
     records = _records(msgs)
     payload = len(_encoded(msgs)) / MB
-    items = [gen.to_openai_items(m) for m in msgs[: cfg.write_sqlite_n]]
+    items = [peer_shapes.to_openai_items(m) for m in msgs[: cfg.write_sqlite_n]]
     lc_n = cfg.write_langgraph_n
     lc = _langchain(msgs[:lc_n])
     ts = gen.BASE_TS.isoformat()
@@ -477,7 +477,7 @@ def _encoded(msgs: Sequence[Message]) -> bytes:
 
 def _langchain(msgs: Sequence[Message]) -> list[Any]:
     try:
-        return [gen.to_langchain(m) for m in msgs]
+        return [peer_shapes.to_langchain(m) for m in msgs]
     except ImportError:
         return []
 
@@ -485,18 +485,18 @@ def _langchain(msgs: Sequence[Message]) -> list[Any]:
 # --- 2. resume -----------------------------------------------------------------------------------
 
 
-def resume_dataset(variant: str, mb: int) -> gen.Dataset:
+def resume_dataset(variant: str, mb: int) -> datasets.Dataset:
     """The cached sealed rollout of about ``mb`` MB for ``variant``."""
 
     def build(d: Path) -> Path:
         msgs = gen.messages_for_bytes(variant, mb * MB)
-        return gen.write_rollout(d, f"resume-{variant}-{mb}", lambda: msgs)
+        return datasets.write_rollout(d, f"resume-{variant}-{mb}", lambda: msgs)
 
-    return gen.dataset(("resume", variant, mb), build)
+    return datasets.dataset(("resume", variant, mb), build)
 
 
 def _peer_db(
-    ds: gen.Dataset,
+    ds: datasets.Dataset,
     name: str,
     fill: Callable[[Path, list[Any]], None],
     convert: Callable[[Message], Any],
@@ -531,7 +531,7 @@ def section_resume(cfg: Config, lib: Library, rep: Report) -> None:
                         "library is wrong; delete benchmarks/data and run again"
                     )
 
-                def library(ds: gen.Dataset = ds) -> float:
+                def library(ds: datasets.Dataset = ds) -> float:
                     t0 = time.perf_counter()
                     lib.read_replay(ds.path)
                     return time.perf_counter() - t0
@@ -540,15 +540,15 @@ def section_resume(cfg: Config, lib: Library, rep: Report) -> None:
                 if mb == max(cfg.resume_mb):
                     # The same replay with a token budget, so the token estimate is computed:
                     # what a caller that guards its context window pays on top.
-                    def budgeted(ds: gen.Dataset = ds) -> float:
+                    def budgeted(ds: datasets.Dataset = ds) -> float:
                         t0 = time.perf_counter()
                         lib.read_replay(ds.path, token_budget=1 << 62)
                         return time.perf_counter() - t0
 
                     cases["library_budget"] = budgeted
             for name, fill, convert, read in (
-                ("sqlite", peers.sqlite_fill, gen.to_openai_items, peers.sqlite_read),
-                ("langgraph", peers.langgraph_fill, gen.to_langchain, peers.langgraph_read),
+                ("sqlite", peers.sqlite_fill, peer_shapes.to_openai_items, peers.sqlite_read),
+                ("langgraph", peers.langgraph_fill, peer_shapes.to_langchain, peers.langgraph_read),
             ):
                 try:
                     db = _peer_db(ds, name, fill, convert, variant)
@@ -628,7 +628,7 @@ def section_resume(cfg: Config, lib: Library, rep: Report) -> None:
 # --- 3. stop facts and listing -------------------------------------------------------------------
 
 
-def big_dataset(mb: int, killed_after_resume: int = 0) -> gen.Dataset:
+def big_dataset(mb: int, killed_after_resume: int = 0) -> datasets.Dataset:
     """A sealed rollout of about ``mb`` MB made by cycling a 20 MB conversation.
 
     With ``killed_after_resume``, that many messages follow the terminal record (resumed, then
@@ -646,16 +646,16 @@ def big_dataset(mb: int, killed_after_resume: int = 0) -> gen.Dataset:
             return itertools.islice(itertools.cycle(base), total)
 
         after = gen.conversation(killed_after_resume, "ascii", seed=3)
-        return gen.write_rollout(d, f"big-{mb}", messages, after_stop=after)
+        return datasets.write_rollout(d, f"big-{mb}", messages, after_stop=after)
 
     if killed_after_resume:
-        return gen.dataset(("big", mb, "killed", killed_after_resume), build)
-    return gen.dataset(("big", mb), build)
+        return datasets.dataset(("big", mb, "killed", killed_after_resume), build)
+    return datasets.dataset(("big", mb), build)
 
 
 def listing_root(n: int) -> Path:
     """A directory of ``n`` small sealed rollouts (some children, some killed), built once."""
-    root = gen.data_root() / gen._key("list", n)
+    root = datasets.data_root() / datasets._key("list", n)
     done = root / ".done"
     if done.exists():
         return root
@@ -665,7 +665,7 @@ def listing_root(n: int) -> Path:
     base = gen.conversation(12, "ascii")
     for i in range(n):
         k = 3 + i % 9
-        gen.write_rollout(
+        datasets.write_rollout(
             sessions,
             f"s{i:06d}",
             lambda k=k: base[:k],
@@ -766,17 +766,17 @@ def _timed(fn: Callable[[], object]) -> float:
 # --- 4. memory -----------------------------------------------------------------------------------
 
 
-def window_dataset(mb: int) -> gen.Dataset:
+def window_dataset(mb: int) -> datasets.Dataset:
     """A sealed rollout of about ``mb`` MB whose last ``compacted`` record leaves 50 messages."""
 
     def build(d: Path) -> Path:
         msgs = gen.messages_for_bytes("ascii", mb * MB)
         tail = gen.conversation(30, "ascii", seed=7)
-        return gen.write_rollout(
+        return datasets.write_rollout(
             d, f"window-{mb}", lambda: msgs, compact_keep=20, tail_after_compaction=tail
         )
 
-    return gen.dataset(("window", mb), build)
+    return datasets.dataset(("window", mb), build)
 
 
 def _proc_status_kib(field_name: str) -> int:
@@ -914,7 +914,7 @@ def section_scaling(cfg: Config, lib: Library, rep: Report, work: Path) -> None:
         for n in cfg.scale_sqlite:
             d = work / f"sq-{n}"
             d.mkdir()
-            items = [gen.to_openai_items(m) for m in longest[:n]]
+            items = [peer_shapes.to_openai_items(m) for m in longest[:n]]
             tw = peers.sqlite_write(d / "s.db", items)
             tr, _ = peers.sqlite_read(d / "s.db")
             raw["sqlite_write"][n] = tw / n * 1e6
@@ -934,7 +934,7 @@ def section_scaling(cfg: Config, lib: Library, rep: Report, work: Path) -> None:
         for n in cfg.scale_langgraph:
             d = work / f"lg-{n}"
             d.mkdir()
-            lc = [gen.to_langchain(m) for m in longest[:n]]
+            lc = [peer_shapes.to_langchain(m) for m in longest[:n]]
             tw = peers.langgraph_write(d / "s.db", lc)
             tr, _ = peers.langgraph_read(d / "s.db")
             size = (d / "s.db").stat().st_size
@@ -1173,9 +1173,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  not available: {name} ({why})")
     print("ratios compare cases measured in this run; medians of interleaved repetitions\n")
     print(_header())
-    gen.data_root().mkdir(parents=True, exist_ok=True)
+    datasets.data_root().mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
-    with tempfile.TemporaryDirectory(dir=gen.data_root(), prefix="tmp-") as tmp:
+    with tempfile.TemporaryDirectory(dir=datasets.data_root(), prefix="tmp-") as tmp:
         work = Path(tmp)
         runners: dict[str, Callable[[], None]] = {
             "write": lambda: section_write(cfg, lib, rep, work),
