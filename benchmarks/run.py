@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
-import importlib
 import io
 import json
 import math
@@ -21,206 +20,36 @@ import os
 import platform
 import pstats
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from benchmarks import datasets, gen, guard, importing, peer_shapes, peers
+from benchmarks.config import (
+    FULL,
+    GOAL_APPEND_P99_US,
+    GOAL_REPLAY_FLOOR,
+    GOAL_REPLAY_JSON,
+    GOAL_WRITE_DEFAULT,
+    GOAL_WRITE_OS,
+    MB,
+    QUICK,
+    Config,
+)
+from benchmarks.library import Library
+from benchmarks.report import Report, Row, fmt_time, header, status_of
+from benchmarks.timing import interleaved, med, pct, timed
 from ledger import Message, StopKind, message_records
 from ledger.records import Record
 
 RESULTS = Path(__file__).resolve().parent / "results"
-MB = 1 << 20
-
-
-# --- configuration -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Config:
-    """Sizes of one run; ``quick`` keeps every section but makes it small."""
-
-    quick: bool
-    write_n: int
-    write_sqlite_n: int
-    write_langgraph_n: int
-    write_repeat: int
-    resume_mb: tuple[int, ...]
-    resume_repeat: dict[int, int]
-    stop_big_mb: int
-    list_n: int
-    memory_mb: tuple[int, ...]
-    scale_lib: tuple[int, ...]
-    scale_sqlite: tuple[int, ...]
-    scale_langgraph: tuple[int, ...]
-
-
-FULL = Config(
-    quick=False,
-    write_n=10_000,
-    write_sqlite_n=1_000,
-    write_langgraph_n=200,
-    write_repeat=3,
-    resume_mb=(1, 20, 200),
-    resume_repeat={1: 7, 20: 5, 200: 3},
-    stop_big_mb=1024,
-    list_n=10_000,
-    memory_mb=(20, 200),
-    scale_lib=(1_000, 10_000, 100_000),
-    scale_sqlite=(1_000, 10_000),
-    scale_langgraph=(100, 300, 1_000),
-)
-
-QUICK = Config(
-    quick=True,
-    write_n=1_500,
-    write_sqlite_n=500,
-    write_langgraph_n=100,
-    write_repeat=2,
-    resume_mb=(1, 8),
-    resume_repeat={1: 5, 8: 2},
-    stop_big_mb=64,
-    list_n=1_000,
-    memory_mb=(4, 32),
-    scale_lib=(500, 5_000),
-    scale_sqlite=(500, 1_500),
-    scale_langgraph=(50, 150),
-)
-
-
-# --- results -------------------------------------------------------------------------------------
-
-
-@dataclass
-class Row:
-    """One line of the table."""
-
-    section: str
-    case: str
-    value: str
-    vs: str = ""
-    ratio: float | None = None
-    goal: str = ""
-    status: str = ""
-
-
-@dataclass
-class Report:
-    """Everything one run measured: the table rows, raw figures, profiles."""
-
-    rows: list[Row] = field(default_factory=list)
-    raw: dict[str, Any] = field(default_factory=dict)
-    profiles: dict[str, Any] = field(default_factory=dict)
-    missed: list[str] = field(default_factory=list)
-    errors: dict[str, str] = field(default_factory=dict)
-
-    def add(self, *rows: Row) -> None:
-        for r in rows:
-            self.rows.append(r)
-            print(_format_row(r), flush=True)
-
-
-# The goals of SPEC section 5.
-GOAL_WRITE_DEFAULT: Final = 1.5  # append+stop against plain JSONL, default durability
-GOAL_WRITE_OS: Final = 2.0  # the same at equal durability (Durability.OS)
-GOAL_APPEND_P99_US: Final = 25
-GOAL_REPLAY_FLOOR: Final = 1.2  # verified replay, x the floor's time
-GOAL_REPLAY_JSON: Final = 1 / 1.2  # x json.loads' time: at least 1.2x faster
-
-
-def _status(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
-def _fmt_t(seconds: float) -> str:
-    if seconds >= 1:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.1f} ms"
-    return f"{seconds * 1e6:.0f} us"
-
-
-def _fmt_ratio(r: float | None) -> str:
-    if r is None or math.isnan(r):
-        return ""
-    return f"{r:.2f}x" if r < 100 else f"{r:.0f}x"
-
-
-_COLS = (("section", 7), ("case", 46), ("value", 28), ("vs", 24), ("ratio", 7), ("goal", 20))
-
-
-def _format_row(r: Row) -> str:
-    cells = (r.section, r.case, r.value, r.vs, _fmt_ratio(r.ratio), r.goal)
-    out = "  ".join(str(c)[:w].ljust(w) for c, (_, w) in zip(cells, _COLS, strict=True))
-    return (out + "  " + r.status).rstrip()
-
-
-def _header() -> str:
-    head = "  ".join(n.ljust(w) for n, w in _COLS) + "  status"
-    return head + "\n" + "-" * len(head)
-
-
-# --- the library, when its parts exist -----------------------------------------------------------
-
-
-class Library:
-    """The library's entry points, or why each one is not available yet."""
-
-    def __init__(self) -> None:
-        self.missing: dict[str, str] = {}
-        self.writer: Any = self._find("RolloutWriter", ("ledger", "ledger.writer"))
-        self.read_replay: Any = self._find("read_replay", ("replay", "replay.replay"))
-        self.read_stop_facts: Any = self._find("read_stop_facts", ("replay", "replay.stop"))
-        self.list_sessions: Any = self._find("list_sessions", ("replay", "replay.sessions"))
-
-    def _find(self, name: str, modules: Sequence[str]) -> Any:
-        errors = []
-        for mod in modules:
-            try:
-                obj = getattr(importlib.import_module(mod), name, None)
-            except Exception as exc:  # a half-written module must not stop the benchmark
-                errors.append(f"{mod}: {type(exc).__name__}: {exc}")
-                continue
-            if obj is not None:
-                return obj
-            errors.append(f"{mod} has no {name}")
-        self.missing[name] = "; ".join(errors)
-        return None
-
-    def na(self, section: str, case: str, name: str) -> Row:
-        return Row(section, case, f"not available ({name})", status="n/a")
-
-
-# --- timing --------------------------------------------------------------------------------------
-
-
-def interleaved(cases: dict[str, Callable[[], float]], repeat: int) -> dict[str, list[float]]:
-    """Run every case ``repeat`` times, rotating the order, so drift hits all cases alike."""
-    names = list(cases)
-    times: dict[str, list[float]] = {n: [] for n in names}
-    for r in range(repeat):
-        order = names[r % len(names) :] + names[: r % len(names)]
-        for n in order:
-            gc.collect()
-            times[n].append(cases[n]())
-    return times
-
-
-def med(xs: Sequence[float]) -> float:
-    return statistics.median(xs)
-
-
-def pct(xs: Sequence[int], q: float) -> float:
-    s = sorted(xs)
-    return float(s[min(len(s) - 1, int(q * len(s)))])
 
 
 # --- 1. write ------------------------------------------------------------------------------------
@@ -353,7 +182,7 @@ def section_write(cfg: Config, lib: Library, rep: Report, work: Path) -> None:
                 "speedup",
                 r,
                 f">= {GOAL_WRITE_DEFAULT}x",
-                _status(r >= GOAL_WRITE_DEFAULT),
+                status_of(r >= GOAL_WRITE_DEFAULT),
             )
         )
         if r < GOAL_WRITE_DEFAULT:
@@ -368,7 +197,7 @@ def section_write(cfg: Config, lib: Library, rep: Report, work: Path) -> None:
                     "speedup",
                     r,
                     ">= 50x",
-                    _status(r >= 50),
+                    status_of(r >= 50),
                 )
             )
             if r < 50:
@@ -440,7 +269,7 @@ def section_write(cfg: Config, lib: Library, rep: Report, work: Path) -> None:
                         "speedup",
                         r,
                         f">= {GOAL_WRITE_OS}x" if goal else "info",
-                        _status(r >= GOAL_WRITE_OS) if goal else "info",
+                        status_of(r >= GOAL_WRITE_OS) if goal else "info",
                     )
                 )
                 if goal and r < GOAL_WRITE_OS:
@@ -454,7 +283,7 @@ def section_write(cfg: Config, lib: Library, rep: Report, work: Path) -> None:
                 "",
                 None,
                 f"p99 <= {GOAL_APPEND_P99_US} us",
-                _status(lat["p99"] <= GOAL_APPEND_P99_US),
+                status_of(lat["p99"] <= GOAL_APPEND_P99_US),
             )
         )
         if lat["p99"] > GOAL_APPEND_P99_US:
@@ -571,7 +400,7 @@ def section_resume(cfg: Config, lib: Library, rep: Report) -> None:
                 Row(
                     sec,
                     f"read_replay verified, {case}",
-                    f"{_fmt_t(lt)} {ds.bytes / MB / lt:.0f} MB/s",
+                    f"{fmt_time(lt)} {ds.bytes / MB / lt:.0f} MB/s",
                 )
             )
             r = lt / m["floor"]
@@ -579,11 +408,11 @@ def section_resume(cfg: Config, lib: Library, rep: Report) -> None:
                 Row(
                     sec,
                     "  vs floor: typed decode + sha256",
-                    _fmt_t(m["floor"]),
+                    fmt_time(m["floor"]),
                     "x floor's time",
                     r,
                     f"<= {GOAL_REPLAY_FLOOR}x",
-                    _status(r <= GOAL_REPLAY_FLOOR),
+                    status_of(r <= GOAL_REPLAY_FLOOR),
                 )
             )
             if r > GOAL_REPLAY_FLOOR:
@@ -593,11 +422,11 @@ def section_resume(cfg: Config, lib: Library, rep: Report) -> None:
                 Row(
                     sec,
                     "  vs json.loads per line",
-                    _fmt_t(m["json.loads"]),
+                    fmt_time(m["json.loads"]),
                     "x json.loads' time",
                     r,
                     f"<= {GOAL_REPLAY_JSON:.2f}x",
-                    _status(r <= GOAL_REPLAY_JSON),
+                    status_of(r <= GOAL_REPLAY_JSON),
                 )
             )
             if r > GOAL_REPLAY_JSON:
@@ -608,7 +437,7 @@ def section_resume(cfg: Config, lib: Library, rep: Report) -> None:
                     Row(
                         sec,
                         "  same with token_budget (estimates tokens)",
-                        _fmt_t(m["library_budget"]),
+                        fmt_time(m["library_budget"]),
                         "x floor's time",
                         r,
                         "info",
@@ -621,7 +450,14 @@ def section_resume(cfg: Config, lib: Library, rep: Report) -> None:
             ):
                 if k in m:
                     rep.add(
-                        Row(sec, f"  vs {label}", _fmt_t(m[k]), "speedup", m[k] / lt, status="info")
+                        Row(
+                            sec,
+                            f"  vs {label}",
+                            fmt_time(m[k]),
+                            "speedup",
+                            m[k] / lt,
+                            status="info",
+                        )
                     )
 
 
@@ -714,16 +550,16 @@ def section_stop(cfg: Config, lib: Library, rep: Report) -> None:
         for suffix, what in (("", "sealed (terminal path)"), ("_killed", f"killed, {tail} after")):
             s, b = m["small" + suffix], m["big" + suffix]
             r = b / s
-            rep.add(Row(sec, f"read_stop_facts {what}, 1 MB", _fmt_t(s)))
+            rep.add(Row(sec, f"read_stop_facts {what}, 1 MB", fmt_time(s)))
             rep.add(
                 Row(
                     sec,
                     f"read_stop_facts {what}, {size}",
-                    _fmt_t(b),
+                    fmt_time(b),
                     "x the 1 MB file's time",
                     r,
                     "<= 2x",
-                    _status(r <= 2),
+                    status_of(r <= 2),
                 )
             )
             if r > 2:
@@ -736,7 +572,7 @@ def section_stop(cfg: Config, lib: Library, rep: Report) -> None:
     got = len(list(lib.list_sessions(root)))  # also warms the page cache
     if got != n:
         raise RuntimeError(f"list_sessions({root}) listed {got} sessions, expected {n}")
-    times = interleaved({"list": lambda: _timed(lambda: list(lib.list_sessions(root)))}, 3)
+    times = interleaved({"list": lambda: timed(lambda: list(lib.list_sessions(root)))}, 3)
     t = med(times["list"])
     per10k = t * 10_000 / n
     rep.raw["list"] = {"files": n, "seconds": times["list"], "per_10k_s": per10k}
@@ -746,21 +582,15 @@ def section_stop(cfg: Config, lib: Library, rep: Report) -> None:
         Row(
             "list",
             label,
-            f"{_fmt_t(t)} ({per10k:.2f} s/10k)",
+            f"{fmt_time(t)} ({per10k:.2f} s/10k)",
             "",
             None,
             "<= ~1 s per 10,000",
-            _status(per10k <= 1.2),
+            status_of(per10k <= 1.2),
         )
     )
     if per10k > 1.2:
         rep.missed.append("list_sessions")
-
-
-def _timed(fn: Callable[[], object]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
 
 
 # --- 4. memory -----------------------------------------------------------------------------------
@@ -855,7 +685,7 @@ def section_memory(cfg: Config, lib: Library, rep: Report) -> None:
             "ratio",
             r,
             "<= 1.5x (flat)",
-            _status(r <= 1.5),
+            status_of(r <= 1.5),
         )
     )
     if r > 1.5:
@@ -970,7 +800,7 @@ def section_scaling(cfg: Config, lib: Library, rep: Report, work: Path) -> None:
                     f"growth (length grew {hi // lo}x)",
                     growth,
                     "flat" if key.startswith("library") else "info",
-                    _status(growth <= 1.5) if key.startswith("library") else "info",
+                    status_of(growth <= 1.5) if key.startswith("library") else "info",
                 )
             )
             if key.startswith("library") and growth > 1.5:
@@ -1086,7 +916,7 @@ def section_import(cfg: Config, rep: Report, work: Path) -> None:
     """Codex and Claude Code files imported, against json.loads (benchmarks/importing.py)."""
 
     def add(section: str, case: str, value: str, vs: str, r: float, goal: str, ok: bool) -> None:
-        rep.add(Row(section, case, value, vs, r, goal, _status(ok)))
+        rep.add(Row(section, case, value, vs, r, goal, status_of(ok)))
         if not ok:
             rep.missed.append(f"{section}: {case}")
 
@@ -1103,7 +933,7 @@ def section_fleet(cfg: Config, rep: Report) -> None:
     def add(
         case: str, value: str, vs: str, ratio: float | None, goal: str, ok: bool | None
     ) -> None:
-        status = "info" if ok is None else _status(ok)
+        status = "info" if ok is None else status_of(ok)
         rep.add(Row("fleet", case, value, vs, ratio, goal, status))
         if ok is False:
             rep.missed.append(f"fleet: {case}")
@@ -1172,7 +1002,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, why in lib.missing.items():
         print(f"  not available: {name} ({why})")
     print("ratios compare cases measured in this run; medians of interleaved repetitions\n")
-    print(_header())
+    print(header())
     datasets.data_root().mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=datasets.data_root(), prefix="tmp-") as tmp:
