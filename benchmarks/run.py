@@ -45,9 +45,16 @@ from benchmarks.config import (
 )
 from benchmarks.library import Library
 from benchmarks.report import Report, Row, fmt_time, header, status_of
+from benchmarks.section_data import (
+    big_dataset,
+    encoded,
+    listing_root,
+    records_of,
+    resume_dataset,
+    window_dataset,
+)
 from benchmarks.timing import interleaved, med, pct, timed
-from ledger import Message, StopKind, message_records
-from ledger.records import Record
+from ledger import Message, StopKind
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -55,22 +62,12 @@ RESULTS = Path(__file__).resolve().parent / "results"
 # --- 1. write ------------------------------------------------------------------------------------
 
 
-def _records(messages: Sequence[Message]) -> list[Record]:
-    out: list[Record] = []
-    seq = 2
-    for m in messages:
-        for r in message_records(m, first_seq=seq, ts=gen.BASE_TS):
-            out.append(r)
-        seq = out[-1].seq + 1
-    return out
-
-
 def section_write(cfg: Config, lib: Library, rep: Report, work: Path) -> None:
     n = cfg.write_n
     msgs = gen.conversation(n, "ascii")
     dicts = [peer_shapes.to_plain_dict(m) for m in msgs]
-    records = _records(msgs)
-    payload = len(_encoded(msgs)) / MB
+    records = records_of(msgs)
+    payload = len(encoded(msgs)) / MB
     items = [peer_shapes.to_openai_items(m) for m in msgs[: cfg.write_sqlite_n]]
     lc_n = cfg.write_langgraph_n
     lc = _langchain(msgs[:lc_n])
@@ -298,12 +295,6 @@ def _durability_os() -> Any:
     return getattr(Durability, "OS", None)
 
 
-def _encoded(msgs: Sequence[Message]) -> bytes:
-    from ledger import encode_line
-
-    return b"".join(encode_line(r) for r in _records(msgs))
-
-
 def _langchain(msgs: Sequence[Message]) -> list[Any]:
     try:
         return [peer_shapes.to_langchain(m) for m in msgs]
@@ -312,16 +303,6 @@ def _langchain(msgs: Sequence[Message]) -> list[Any]:
 
 
 # --- 2. resume -----------------------------------------------------------------------------------
-
-
-def resume_dataset(variant: str, mb: int) -> datasets.Dataset:
-    """The cached sealed rollout of about ``mb`` MB for ``variant``."""
-
-    def build(d: Path) -> Path:
-        msgs = gen.messages_for_bytes(variant, mb * MB)
-        return datasets.write_rollout(d, f"resume-{variant}-{mb}", lambda: msgs)
-
-    return datasets.dataset(("resume", variant, mb), build)
 
 
 def _peer_db(
@@ -464,56 +445,6 @@ def section_resume(cfg: Config, lib: Library, rep: Report) -> None:
 # --- 3. stop facts and listing -------------------------------------------------------------------
 
 
-def big_dataset(mb: int, killed_after_resume: int = 0) -> datasets.Dataset:
-    """A sealed rollout of about ``mb`` MB made by cycling a 20 MB conversation.
-
-    With ``killed_after_resume``, that many messages follow the terminal record (resumed, then
-    killed): the stop point is no longer the last line.
-    """
-
-    def build(d: Path) -> Path:
-        base = gen.messages_for_bytes("ascii", 20 * MB)
-        per = sum(len(_encoded([m])) for m in base[:2000]) / 2000
-        total = int(mb * MB / per)
-
-        def messages() -> Any:
-            import itertools
-
-            return itertools.islice(itertools.cycle(base), total)
-
-        after = gen.conversation(killed_after_resume, "ascii", seed=3)
-        return datasets.write_rollout(d, f"big-{mb}", messages, after_stop=after)
-
-    if killed_after_resume:
-        return datasets.dataset(("big", mb, "killed", killed_after_resume), build)
-    return datasets.dataset(("big", mb), build)
-
-
-def listing_root(n: int) -> Path:
-    """A directory of ``n`` small sealed rollouts (some children, some killed), built once."""
-    root = datasets.data_root() / datasets._key("list", n)
-    done = root / ".done"
-    if done.exists():
-        return root
-    if root.exists():
-        shutil.rmtree(root)
-    sessions = root / "sessions"
-    base = gen.conversation(12, "ascii")
-    for i in range(n):
-        k = 3 + i % 9
-        datasets.write_rollout(
-            sessions,
-            f"s{i:06d}",
-            lambda k=k: base[:k],
-            stop=(StopKind.PAUSED, StopKind.COMPLETED, StopKind.FAILED)[i % 3],
-            agent_name="reviewer" if i % 4 == 0 else None,
-            parent=f"s{i - 1:06d}" if i % 4 == 0 else None,
-            delegation="call_" + str(i) if i % 4 == 0 else None,
-        )
-    done.touch()
-    return root
-
-
 def section_stop(cfg: Config, lib: Library, rep: Report) -> None:
     sec = "stop"
     small = resume_dataset("ascii", 1)
@@ -594,19 +525,6 @@ def section_stop(cfg: Config, lib: Library, rep: Report) -> None:
 
 
 # --- 4. memory -----------------------------------------------------------------------------------
-
-
-def window_dataset(mb: int) -> datasets.Dataset:
-    """A sealed rollout of about ``mb`` MB whose last ``compacted`` record leaves 50 messages."""
-
-    def build(d: Path) -> Path:
-        msgs = gen.messages_for_bytes("ascii", mb * MB)
-        tail = gen.conversation(30, "ascii", seed=7)
-        return datasets.write_rollout(
-            d, f"window-{mb}", lambda: msgs, compact_keep=20, tail_after_compaction=tail
-        )
-
-    return datasets.dataset(("window", mb), build)
 
 
 def _proc_status_kib(field_name: str) -> int:
