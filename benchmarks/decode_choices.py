@@ -21,7 +21,6 @@ to (b): ``2.0x`` means twice as slow as (b).
 from __future__ import annotations
 
 import argparse
-import base64
 import gc
 import io
 import json
@@ -32,335 +31,26 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
-from enum import StrEnum
 from importlib.metadata import version
-from typing import Any
+from pathlib import Path
 
-import attrs
-import cattrs
 import msgspec
-from cattrs.strategies import configure_tagged_union
 
-from ledger import (
-    FORMAT_VERSION,
-    MediaPart,
-    Message,
-    Origin,
-    Reasoning,
-    ReasoningKind,
-    Role,
-    SessionMeta,
-    TextPart,
-    ToolCall,
-    decode_record,
-    encode_line,
-    message_records,
-)
+from ledger import decode_record
 from ledger.reader import CHUNK_BYTES, iter_batches
 from ledger.records import MessageRecord, ReasoningRecord, Record
 
-# --- realistic lines -------------------------------------------------------------------------
+if not __package__:  # run as a file: make the ``benchmarks`` package beside it importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-_ASCII_TEXT = (
-    "the function returns a tuple of records read from the file and the reducer folds them "
-    "into state while the writer appends batches of lines under a lock so that readers see "
-    "complete records only parse config value error path test module import class method "
-    "argument default timeout retry cache buffer stream offset digest checkpoint session"
+from benchmarks.decode_lines import session_lines
+from benchmarks.decode_mirrors import (
+    ARECORD,
+    AMessageRecord,
+    AReasoningRecord,
+    ATextPart,
+    cattrs_converter,
 )
-_ASCII_WORDS = _ASCII_TEXT.split()
-_CJK_TEXT = (
-    "函数 返回 记录 文件 读取 状态 写入 批量 检查点 会话 重放 指纹 压缩 消息 推理 工具 "
-    "调用 输出 错误 路径 测试 模块 配置 缓存 超时 重试 偏移 序列 委派 子代理 终止 暂停"
-)
-_CJK_WORDS = _CJK_TEXT.split()
-_CODE_LINES = (
-    "def rebuild(path: Path) -> ReplayState:",
-    "    with open(path, 'rb') as f:",
-    "        return fold_lines(iter_entries(f))",
-    "for i, line in enumerate(lines, start=1):",
-    "    if not line.strip():",
-    "        continue",
-    "raise ValueError(f'bad value {value!r} at line {i}')",
-    "import msgspec",
-    "class Writer:",
-    "    def append(self, message: Message) -> None:",
-    "        self._queue.put_nowait(message)",
-    "assert state.messages == expected",
-)
-_TOOLS = ("read_file", "run_shell", "search_code", "edit_file", "list_dir")
-
-
-def _prose(rng: random.Random, n_words: int, cjk: bool) -> str:
-    words = []
-    for _ in range(n_words):
-        if cjk and rng.random() < 0.45:
-            words.append(rng.choice(_CJK_WORDS))
-        else:
-            words.append(rng.choice(_ASCII_WORDS))
-    text = " ".join(words)
-    return text.replace(" 。", "。") + ("。" if cjk else ".")
-
-
-def _tool_output(rng: random.Random, cjk: bool) -> str:
-    lines = []
-    for _ in range(rng.randint(40, 140)):
-        if rng.random() < 0.7:
-            lines.append(rng.choice(_CODE_LINES))
-        else:
-            lines.append("# " + _prose(rng, rng.randint(4, 14), cjk))
-    return "\n".join(lines)
-
-
-def _signature(rng: random.Random, n: int) -> str:
-    return base64.b64encode(rng.randbytes(n)).decode("ascii")
-
-
-def _session(rng: random.Random, n_lines: int, cjk: bool) -> list[bytes]:
-    """The lines of one session of about ``n_lines`` records, as the writer encodes them."""
-    t0 = datetime(2026, 12, 2, 9, 0, 0, tzinfo=UTC)
-    origin = Origin(provider="anthropic", api="messages", model="claude-sonnet-4-5")
-    meta = SessionMeta(
-        seq=1,
-        ts=t0,
-        format_version=FORMAT_VERSION,
-        session_id="0f5e2d7a-3c1b-4e8f-9a6d-2b7c4e1f0a93",
-        started_at=t0,
-        agent_name="code_reviewer",
-        model="claude-sonnet-4-5",
-        provider="anthropic",
-        cwd="/srv/project",
-    )
-    lines = [encode_line(meta)]
-    seq = 2
-    turn = 0
-
-    def emit(message: Message) -> None:
-        nonlocal seq
-        ts = t0 + timedelta(milliseconds=37 * seq)
-        for rec in message_records(message, first_seq=seq, ts=ts):
-            lines.append(encode_line(rec))
-            seq += 1
-
-    emit(Message(role=Role.SYSTEM, content=_prose(rng, 300, cjk)))
-    while len(lines) < n_lines:
-        turn += 1
-        if rng.random() < 0.1:
-            content: Any = (
-                TextPart(text=_prose(rng, rng.randint(10, 60), cjk)),
-                MediaPart(media_type="image/png", url=f"https://example.com/shot-{turn}.png"),
-            )
-        else:
-            content = _prose(rng, rng.randint(10, 80), cjk)
-        emit(Message(role=Role.USER, content=content))
-        for _step in range(rng.randint(1, 4)):
-            calls = tuple(
-                ToolCall(
-                    id=f"toolu_{turn:04d}_{k}_{rng.getrandbits(40):010x}",
-                    name=rng.choice(_TOOLS),
-                    arguments=json.dumps(
-                        {
-                            "path": f"src/ledger/module_{rng.randint(1, 40)}.py",
-                            "pattern": _prose(rng, rng.randint(2, 8), cjk),
-                            "limit": rng.randint(10, 500),
-                        },
-                        ensure_ascii=False,
-                    ),
-                )
-                for k in range(rng.randint(1, 3))
-            )
-            reasoning = tuple(
-                Reasoning(
-                    text=_prose(rng, rng.randint(40, 300), cjk),
-                    signature=_signature(rng, rng.randint(200, 600)),
-                    origin=origin,
-                )
-                for _ in range(rng.choice((1, 1, 1, 2)))
-            )
-            emit(
-                Message(
-                    role=Role.ASSISTANT,
-                    content=_prose(rng, rng.randint(5, 60), cjk),
-                    reasoning=reasoning,
-                    tool_calls=calls,
-                    item_id=f"msg_{rng.getrandbits(64):016x}",
-                    origin=origin,
-                )
-            )
-            for call in calls:
-                emit(
-                    Message(
-                        role=Role.TOOL,
-                        content=_tool_output(rng, cjk),
-                        tool_call_id=call.id,
-                        name=call.name,
-                        is_error=rng.random() < 0.05,
-                    )
-                )
-        emit(
-            Message(
-                role=Role.ASSISTANT,
-                content=_prose(rng, rng.randint(30, 200), cjk),
-                reasoning=(
-                    Reasoning(
-                        kind=ReasoningKind.REDACTED,
-                        encrypted=_signature(rng, rng.randint(300, 900)),
-                        origin=origin,
-                    ),
-                ),
-                origin=origin,
-            )
-        )
-    return lines[:n_lines]
-
-
-# --- (d): attrs mirrors of the wire types, structured by cattrs ------------------------------
-
-
-class ARole(StrEnum):
-    SYSTEM = "system"
-    DEVELOPER = "developer"
-    USER = "user"
-    ASSISTANT = "assistant"
-    TOOL = "tool"
-
-
-class AReasoningKind(StrEnum):
-    THINKING = "thinking"
-    REDACTED = "redacted"
-    SUMMARY = "summary"
-    ENCRYPTED = "encrypted"
-
-
-@attrs.frozen
-class AOrigin:
-    provider: str | None = None
-    api: str | None = None
-    model: str | None = None
-    endpoint: str | None = None
-
-
-@attrs.frozen
-class ATextPart:
-    text: str
-    signature: str | None = None
-
-
-@attrs.frozen
-class AMediaPart:
-    media_type: str
-    url: str | None = None
-    data: str | None = None
-    name: str | None = None
-
-
-@attrs.frozen
-class AOpaquePart:
-    data: Any
-    provider: str | None = None
-
-
-AContentPart = ATextPart | AMediaPart | AOpaquePart
-
-
-@attrs.frozen
-class AReasoning:
-    text: str | None = None
-    kind: AReasoningKind = AReasoningKind.THINKING
-    summary: tuple[str, ...] = ()
-    signature: str | None = None
-    encrypted: str | None = None
-    item_id: str | None = None
-    origin: AOrigin | None = None
-    extra: Any = None
-
-
-@attrs.frozen
-class AToolCall:
-    id: str
-    name: str
-    arguments: str = ""
-    item_id: str | None = None
-    signature: str | None = None
-    extra: Any = None
-
-
-@attrs.frozen
-class AMessage:
-    role: ARole
-    content: str | tuple[AContentPart, ...] | None = None
-    reasoning: tuple[AReasoning, ...] = ()
-    tool_calls: tuple[AToolCall, ...] = ()
-    tool_call_id: str | None = None
-    is_error: bool = False
-    name: str | None = None
-    item_id: str | None = None
-    origin: AOrigin | None = None
-    extra: Any = None
-    is_anchored: bool = False
-    truncation_marker: str | None = None
-
-
-@attrs.frozen
-class ASessionMeta:
-    seq: int
-    ts: datetime
-    format_version: int
-    session_id: str
-    started_at: datetime
-    agent_name: str | None = None
-    parent_session_id: str | None = None
-    delegation_id: str | None = None
-    model: str | None = None
-    provider: str | None = None
-    cwd: str | None = None
-    project: str | None = None
-    extra: Any = None
-
-
-@attrs.frozen
-class AMessageRecord:
-    seq: int
-    ts: datetime
-    message: AMessage
-
-
-@attrs.frozen
-class AReasoningRecord:
-    seq: int
-    ts: datetime
-    reasoning: AReasoning
-
-
-ARecord = ASessionMeta | AMessageRecord | AReasoningRecord
-# cattrs takes the union as a runtime value; typed as Any so the calls below type-check.
-_ARECORD: Any = ARecord
-
-_RECORD_TAGS = {
-    ASessionMeta: "session_meta",
-    AMessageRecord: "message",
-    AReasoningRecord: "reasoning",
-}
-_PART_TAGS = {ATextPart: "text", AMediaPart: "media", AOpaquePart: "opaque"}
-
-
-def _cattrs_converter() -> cattrs.Converter:
-    """A converter that reads the same lines as ``decode_record`` into the attrs mirrors."""
-    c = cattrs.Converter(forbid_extra_keys=False)
-    c.register_structure_hook(datetime, lambda v, _: datetime.fromisoformat(v))
-    c.register_structure_hook(Any, lambda v, _: v)
-    configure_tagged_union(AContentPart, c, tag_generator=_PART_TAGS.__getitem__, tag_name="type")
-    structure_parts = c.get_structure_hook(tuple[AContentPart, ...])
-
-    def structure_content(value: Any, _: Any) -> str | tuple[AContentPart, ...] | None:
-        if value is None or isinstance(value, str):
-            return value
-        return structure_parts(value, tuple[AContentPart, ...])  # type: ignore[no-any-return]
-
-    c.register_structure_hook(str | tuple[AContentPart, ...] | None, structure_content)
-    configure_tagged_union(_ARECORD, c, tag_generator=_RECORD_TAGS.__getitem__, tag_name="type")
-    return c
-
 
 # --- timing ----------------------------------------------------------------------------------
 
@@ -389,7 +79,7 @@ def _variants(lines: Sequence[bytes]) -> list[tuple[str, Callable[[], object]]]:
     typed_lines = msgspec.json.Decoder(Record).decode_lines
     data = b"".join(lines)
     chunks = _chunks(data, CHUNK_BYTES)
-    converter = _cattrs_converter()
+    converter = cattrs_converter()
     structure = converter.structure
 
     def a() -> object:
@@ -402,7 +92,7 @@ def _variants(lines: Sequence[bytes]) -> list[tuple[str, Callable[[], object]]]:
         return [untyped(x) for x in lines]
 
     def d() -> object:
-        return [structure(loads(x), _ARECORD) for x in lines]
+        return [structure(loads(x), ARECORD) for x in lines]
 
     def e() -> object:
         return [typed_lines(chunk) for chunk in chunks]
@@ -434,10 +124,10 @@ def _chunks(data: bytes, size: int) -> list[bytes]:
 
 def _check_equivalent(lines: Sequence[bytes]) -> None:
     """Refuse to report figures unless (b) and (d) read the same content from every line."""
-    converter = _cattrs_converter()
+    converter = cattrs_converter()
     for raw in lines:
         typed = decode_record(raw)
-        mirror = converter.structure(json.loads(raw), _ARECORD)
+        mirror = converter.structure(json.loads(raw), ARECORD)
         assert mirror.seq == typed.seq, raw[:80]
         if isinstance(typed, MessageRecord):
             assert isinstance(mirror, AMessageRecord)
@@ -464,7 +154,7 @@ def run(n_lines: int, repeat: int, seed: int) -> None:
         "ratio = time / time of (b)\n"
     )
     for label, cjk in (("ASCII-only", False), ("mixed CJK", True)):
-        lines = _session(random.Random(seed), n_lines, cjk)
+        lines = session_lines(random.Random(seed), n_lines, cjk)
         _check_equivalent(lines)
         size = sum(len(x) for x in lines)
         print(f"{label}: {size / 1e6:.1f} MB, mean line {size / len(lines) / 1e3:.1f} KB")

@@ -23,7 +23,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from benchmarks import gen
+from benchmarks import datasets, gen
 from ledger import StopKind, rollout_filename
 
 Add = Callable[..., None]
@@ -38,7 +38,7 @@ def _fleet_dir(root: Path, n: int) -> Path:
     base = gen.conversation(40, "ascii")
     for i in range(n):
         k = 6 + i % 30
-        gen.write_rollout(
+        datasets.write_rollout(
             root,
             f"f{i:05d}",
             lambda k=k: base[:k],
@@ -115,8 +115,11 @@ def run_fleet(quick: bool, add: Add, raw: dict[str, Any]) -> None:
             "AWS_DEFAULT_REGION",
         )
     }
-    gen.data_root().mkdir(parents=True, exist_ok=True)
-    with LocalS3() as s3, tempfile.TemporaryDirectory(prefix="fleet-", dir=gen.data_root()) as tmp:
+    datasets.data_root().mkdir(parents=True, exist_ok=True)
+    with (
+        LocalS3() as s3,
+        tempfile.TemporaryDirectory(prefix="fleet-", dir=datasets.data_root()) as tmp,
+    ):
         os.environ.update(
             AWS_ENDPOINT_URL=s3.endpoint,
             AWS_ACCESS_KEY_ID="bench",
