@@ -12,7 +12,7 @@ from ledger.codec import RecordDecodeError, decode_record
 from ledger.records import AgentCheckpoint, Terminal
 from replay._location import ObjectURL
 from replay.fleet._index import IndexRow, index_entries
-from replay.sessions import _entry, _parse_head, entry_from_parts
+from replay.session_entry import _entry, _parse_head, entry_from_parts
 from replay.stop import StopFacts
 from strategies import index_rows, listing_files
 

@@ -9,138 +9,52 @@ Decoding never calls the metaclass, so replay pays nothing for these checks.
 
 Normalisations are limited to forms that mean the same value: a list where a tuple belongs
 becomes a tuple, an enum's string value becomes the member.
+
+This module compiles each type's annotations into checks and holds the metaclass that runs
+them; the error and the checks of single scalars are in :mod:`ledger.validation_scalars`, the
+checks of verbatim JSON in :mod:`ledger.validation_json`, and their public names are exported
+here too.
 """
 
 from __future__ import annotations
 
-import math
-import re
 import types
 import typing
-from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
+from collections.abc import Mapping
+from datetime import datetime
 from enum import Enum
-from itertools import accumulate
 from typing import Any, Final
 
 import msgspec
+
+from ledger.validation_json import MAX_RAW_DEPTH, check_json_value, check_raw
+from ledger.validation_scalars import (
+    MISSING,
+    Check,
+    InvalidFieldError,
+    check_bool,
+    check_bytes,
+    check_int,
+    check_none,
+    check_text,
+    check_unset,
+    check_utc,
+)
 
 __all__ = [
     "MAX_RAW_DEPTH",
     "MISSING",
     "Checked",
     "InvalidFieldError",
+    "check_json_value",
     "check_raw",
     "check_text",
 ]
-
-MAX_RAW_DEPTH: Final = 64
-"""The deepest nesting of arrays and objects a verbatim (raw JSON) field may hold. Providers
-send far less; the reader's own limit depends on the interpreter's recursion limit and on how
-deep the stack already is where it runs (a stop() called from deep inside a framework), and this
-one leaves room for both."""
 
 _PROVIDER_HINT: Final = (
     "convert a provider's shapes with ledger.providers (openai_chat, openai_responses, "
     "anthropic, gemini: to_ledger / response_to_ledger)"
 )
-
-
-MISSING: Final = object()
-"""What :attr:`InvalidFieldError.given` is when a required field was not given."""
-
-
-class InvalidFieldError(TypeError, ValueError):
-    """A value of the wrong type or form was given to a field of a public value type.
-
-    ``where`` is the field's path (``Message.tool_calls[0]``), ``given`` the value given,
-    ``expected`` what the field takes. Both a ``TypeError`` and a ``ValueError``, so that
-    callers catching either see it.
-    """
-
-    def __init__(self, where: str, given: object, expected: str, hint: str = "") -> None:
-        self.where = where
-        self.given = given
-        self.expected = expected
-        if given is MISSING:
-            message = f"{where}: expected {expected}, got nothing (the field is required)"
-        else:
-            shown = repr(given)
-            if len(shown) > 80:
-                shown = shown[:77] + "..."
-            message = f"{where}: expected {expected}, got {type(given).__name__} {shown}"
-        if hint:
-            message += f"; {hint}"
-        super().__init__(message)
-
-
-Check = Callable[[Any, str], Any]
-
-
-def check_text(value: object, where: str) -> str:
-    """``value`` if it is a ``str`` that UTF-8 can carry (no lone surrogate)."""
-    if type(value) is not str:
-        if not isinstance(value, str):
-            raise InvalidFieldError(where, value, "a str")
-        value = str.__str__(value)
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidFieldError(
-                where,
-                value,
-                "text that UTF-8 can carry",
-                f"character {exc.start} is a lone surrogate ({value[exc.start]!r})",
-            ) from None
-    return value
-
-
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_DEPTH_STEP: Final = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
-
-
-def _depth(data: bytes) -> int:
-    # Brackets inside strings do not nest; outside them each opener is +1, each closer -1.
-    bare = _STRING.sub(b"", data)
-    steps = bare.translate(_DEPTH_STEP)
-    return max(
-        accumulate(1 if b == 1 else -1 for b in steps if b in (1, 0xFF)),
-        default=0,
-    )
-
-
-def check_raw(value: object, where: str) -> msgspec.Raw:
-    """``value`` if it is a ``msgspec.Raw`` of single-line JSON the reader can read back."""
-    if not isinstance(value, msgspec.Raw):
-        hint = "build it with ledger.raw_json(value)" if isinstance(value, Mapping | list) else ""
-        raise InvalidFieldError(where, value, "raw JSON (msgspec.Raw)", hint)
-    text = bytes(value)
-    try:
-        msgspec.json.decode(text)
-    except (msgspec.DecodeError, RecursionError) as exc:
-        raise InvalidFieldError(
-            where, value, "valid JSON text", f"{exc}; build it with ledger.raw_json(value)"
-        ) from None
-    # A line break would split the rollout line in two, and whitespace around the value would
-    # not survive decoding (the decoder hands back the value alone).
-    if b"\n" in text or b"\r" in text or text != text.strip():
-        raise InvalidFieldError(
-            where,
-            value,
-            "single-line JSON text without surrounding whitespace",
-            "build it with ledger.raw_json(value)",
-        )
-    if text.count(b"[") + text.count(b"{") > MAX_RAW_DEPTH:
-        depth = _depth(text)
-        if depth > MAX_RAW_DEPTH:
-            raise InvalidFieldError(
-                where,
-                value,
-                f"JSON nested at most {MAX_RAW_DEPTH} levels deep",
-                f"it is nested {depth} levels deep, more than the reader takes back",
-            )
-    return value
 
 
 def _type_name(tp: Any) -> str:
@@ -158,7 +72,7 @@ def _compile(tp: Any) -> tuple[Check, str]:
     if origin is typing.Annotated:
         base, *meta = typing.get_args(tp)
         if base is datetime and any(getattr(m, "tz", None) for m in meta):
-            return _check_utc, "a UTC datetime"
+            return check_utc, "a UTC datetime"
         return _compile(base)
     if origin in (typing.Union, types.UnionType):
         return _compile_union(typing.get_args(tp))
@@ -181,17 +95,17 @@ def _compile(tp: Any) -> tuple[Check, str]:
     if tp is str:
         return check_text, "a str"
     if tp is bool:
-        return _check_bool, "a bool"
+        return check_bool, "a bool"
     if tp is int:
-        return _check_int, "an int"
+        return check_int, "an int"
     if tp is bytes:
-        return _check_bytes, "bytes"
+        return check_bytes, "bytes"
     if tp is msgspec.Raw:
         return check_raw, "raw JSON (msgspec.Raw)"
     if tp is msgspec.UnsetType:
-        return _check_unset, "msgspec.UNSET"
+        return check_unset, "msgspec.UNSET"
     if tp is type(None):
-        return _check_none, "None"
+        return check_none, "None"
     if isinstance(tp, type) and issubclass(tp, Enum):
         return _enum_check(tp), f"a {tp.__name__} ({', '.join(repr(m.value) for m in tp)})"
     if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
@@ -282,45 +196,6 @@ def _kind_of(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
-def _check_bool(value: Any, where: str) -> bool:
-    if type(value) is not bool:
-        raise InvalidFieldError(where, value, "a bool")
-    return value
-
-
-def _check_int(value: Any, where: str) -> int:
-    if type(value) is not int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return int.__int__(value)  # the value itself, whatever the subclass says it is
-        raise InvalidFieldError(where, value, "an int")
-    return value
-
-
-def _check_bytes(value: Any, where: str) -> bytes:
-    if not isinstance(value, bytes):
-        raise InvalidFieldError(where, value, "bytes")
-    return value
-
-
-def _check_unset(value: Any, where: str) -> Any:
-    if value is not msgspec.UNSET:
-        raise InvalidFieldError(where, value, "msgspec.UNSET")
-    return value
-
-
-def _check_none(value: Any, where: str) -> None:
-    if value is not None:
-        raise InvalidFieldError(where, value, "None")
-
-
-def _check_utc(value: Any, where: str) -> datetime:
-    if not isinstance(value, datetime) or value.utcoffset() != timedelta(0):
-        raise InvalidFieldError(
-            where, value, "a UTC datetime", "rollout times are UTC, e.g. datetime.now(UTC)"
-        )
-    return value
-
-
 def _enum_check(enum: type[Enum]) -> Check:
     values = {m.value: m for m in enum}
 
@@ -396,49 +271,3 @@ class Checked(msgspec.StructMeta):
             check, where = found
             kwargs[name] = check(value, where)
         return super().__call__(**kwargs)
-
-
-_JSON_SCALARS: Final = (str, int, float, bool, type(None))
-
-
-def check_json_value(value: Any, where: str) -> None:
-    """Refuse what JSON cannot carry back as given (ADR 0017): anything but dicts with ``str``
-    keys, lists, tuples, ``str``, ``int``, finite ``float``, ``bool`` and ``None``; NaN and
-    infinities (they would become ``null``); a value that contains itself; nesting deeper than
-    :data:`MAX_RAW_DEPTH`. Dict subclasses are read by their real items, as the encoder does."""
-    # Depth-first with the containers of the current path, so that a cycle is seen at once.
-    stack: list[tuple[Any, str, int, bool]] = [(value, where, 1, False)]
-    on_path: list[int] = []
-    while stack:
-        item, path, depth, leaving = stack.pop()
-        if leaving:
-            on_path.pop()
-            continue
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                raise InvalidFieldError(path, item, "a finite number (JSON has no NaN or infinity)")
-            continue
-        if isinstance(item, _JSON_SCALARS):
-            if isinstance(item, str):
-                check_text(item, path)
-            continue
-        if not isinstance(item, dict | list | tuple):
-            raise InvalidFieldError(
-                path,
-                item,
-                "a JSON value (dict with str keys, list, str, int, float, bool or None)",
-                "convert it first (for example dataclasses.asdict, or a date's isoformat())",
-            )
-        if id(item) in on_path:
-            raise InvalidFieldError(path, item, "a JSON value without cycles", "it contains itself")
-        if depth > MAX_RAW_DEPTH:
-            raise InvalidFieldError(path, item, f"JSON nested at most {MAX_RAW_DEPTH} levels deep")
-        on_path.append(id(item))
-        stack.append((item, path, depth, True))
-        if isinstance(item, dict):
-            for k, v in dict.items(item):
-                if not isinstance(k, str):
-                    raise InvalidFieldError(f"{path} key", k, "a str key (JSON keys are text)")
-                stack.append((v, f"{path}[{k!r}]", depth + 1, False))
-        else:
-            stack.extend((v, f"{path}[{i}]", depth + 1, False) for i, v in enumerate(item))
