@@ -32,7 +32,10 @@ _CATEGORIES = (
     ("reducer step", ("reducer.py",)),
     ("replay bookkeeping (verify, degradations)", ("replay.py",)),
     ("stop facts (tail scan)", ("stop.py",)),
-    ("listing (paths, open, stat, sort)", ("sessions.py", "naming.py", "pathlib", "genericpath")),
+    (
+        "listing (paths, open, stat, sort)",
+        ("sessions.py", "session_entry.py", "walk.py", "naming.py", "pathlib", "genericpath"),
+    ),
 )
 
 

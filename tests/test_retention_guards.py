@@ -172,8 +172,10 @@ def test_emptying_keeps_bytes_that_changed_in_the_trash(tmp_path: Path) -> None:
     )
     assert gone == []
     assert inside.is_file()
-    assert len(kept) == 1 and kept[0][0] == inside
-    assert "is not what was pruned" in kept[0][1] and "remove it by hand" in kept[0][1]
+    assert len(kept) == 1
+    assert kept[0][0] == inside
+    assert "is not what was pruned" in kept[0][1]
+    assert "remove it by hand" in kept[0][1]
     assert file_sha256(inside.read_bytes())[0] in kept[0][1]
 
 

@@ -140,9 +140,9 @@ def taken_rollout(
     path: Path, durability: Durability
 ) -> Iterator[tuple[Path, int, ReplayState, TailRepair | None, int]]:
     """Take up the existing rollout at ``path``: yield its absolute path, a locked descriptor,
-    its state, the tail repair made and the offset up to which the state was read. Nothing is touched unless it is a regular file whose
-    first line is a ``session_meta`` this library can continue. If the block fails, the lock
-    and the descriptor are released."""
+    its state, the tail repair made and the offset up to which the state was read. Nothing is
+    touched unless it is a regular file whose first line is a ``session_meta`` this library can
+    continue. If the block fails, the lock and the descriptor are released."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
     except FileNotFoundError:

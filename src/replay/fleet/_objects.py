@@ -27,6 +27,7 @@ from replay.fleet._store import (
     store_error,
     version_of,
 )
+from replay.session_entry import HEAD_LIMIT
 from replay.sessions import SessionEntry, entry_from_parts
 from replay.stop import (
     DEFAULT_SCAN_BUDGET,
@@ -48,7 +49,6 @@ LISTING_BYTES: Final = 64 * 1024
 """The bytes the listing reads of one object at most (a sealed session's stop point in them)."""
 HEAD_BYTES: Final = 4 * 1024
 """The bytes of an object's start read for its ``session_meta`` when it is over 64 KiB."""
-_HEAD_LIMIT: Final = 4 * 1024 * 1024
 _BLOCK: Final = 4 * 1024 * 1024
 _TAIL_BLOCK: Final = 64 * 1024
 
@@ -290,7 +290,7 @@ def _fetch_head(store: Store, info: ObjectInfo) -> bytes:
     # A session_meta longer than 4 KiB (large metadata): read up to the limit the local
     # listing reads.
     try:
-        data: bytes = store.fs.cat_file(info.path, start=0, end=min(info.size, _HEAD_LIMIT))
+        data: bytes = store.fs.cat_file(info.path, start=0, end=min(info.size, HEAD_LIMIT))
     except Exception as exc:
         raise store_error(exc, info.url, "reading the object's first line") from None
     return data
