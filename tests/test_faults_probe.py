@@ -23,6 +23,7 @@ import pytest
 
 import ledger.reader as reader_module
 import ledger.writer as writer_module
+import ledger.writer_lines as writer_lines
 from ledger import (
     FORMAT_VERSION,
     Compacted,
@@ -538,7 +539,7 @@ def test_stop_notices_a_record_that_does_not_come_back_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A record whose decoding loses a value is caught by stop's read-back: no checkpoint."""
-    real = writer_module.encode_record
+    real = writer_lines.encode_record
 
     def lossy(record: object) -> bytes:
         data = real(record)  # type: ignore[arg-type]
@@ -546,7 +547,7 @@ def test_stop_notices_a_record_that_does_not_come_back_as_written(
         return data.replace(b'"message":{', b'"message":{"lost":1,', 1)
 
     w = RolloutWriter.create(tmp_path)
-    monkeypatch.setattr(writer_module, "encode_record", lossy)
+    monkeypatch.setattr(writer_lines, "encode_record", lossy)
     w.append(user(0))
     monkeypatch.undo()
     with pytest.raises(writer_module.ReadBackError, match="did not come back as written"):

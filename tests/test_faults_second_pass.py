@@ -29,7 +29,7 @@ import pytest
 from click.testing import CliRunner
 
 import ledger.tail as tail_module
-import ledger.writer as writer_module
+import ledger.writer_lines as writer_lines
 from ledger import (
     DegradationKind,
     InvalidFieldError,
@@ -78,7 +78,7 @@ def test_a_call_from_inside_another_call_is_refused_and_harms_nothing(tmp_path: 
     signal handler does) is refused with an error saying so; the file stays whole."""
     w = RolloutWriter.create(tmp_path)
     w.append(user(0))
-    real = writer_module.encode_record
+    real = writer_lines.encode_record
     nested: list[BaseException] = []
 
     def handler_like(record: Any) -> bytes:
@@ -88,11 +88,11 @@ def test_a_call_from_inside_another_call_is_refused_and_harms_nothing(tmp_path: 
             nested.append(exc)
         return real(record)
 
-    writer_module.encode_record = handler_like  # type: ignore[assignment]
+    writer_lines.encode_record = handler_like  # type: ignore[assignment]
     try:
         w.append(user(1))
     finally:
-        writer_module.encode_record = real
+        writer_lines.encode_record = real
     assert len(nested) == 1
     assert "inside another call of the same writer" in str(nested[0])
     w.stop(StopKind.PAUSED)

@@ -24,8 +24,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ledger.readback as readback
-import ledger.writer as writer_module
 import ledger.writer_files as writer_files
+import ledger.writer_lines as writer_lines
+import ledger.writer_start as writer_start
 import strategies as s
 from ledger import (
     AgentCheckpoint,
@@ -178,11 +179,11 @@ def test_an_existing_file_is_never_clobbered(
     """Creating a rollout whose name exists fails and leaves the existing file untouched, even
     when two creates race past the check for an existing session id."""
     fixed = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-    monkeypatch.setattr(writer_module, "_now", lambda: fixed)
+    monkeypatch.setattr(writer_start, "_now", lambda: fixed)
     with RolloutWriter.create(tmp_path, session_id="same") as w:
         w.append(user(1))
     content = w.path.read_bytes()
-    monkeypatch.setattr(writer_module, "session_rollout", lambda *args: None)  # the race
+    monkeypatch.setattr(writer_start, "session_rollout", lambda *args: None)  # the race
     with pytest.raises(RolloutExistsError, match="never overwritten") as info:
         RolloutWriter.create(tmp_path, session_id="same")
     assert isinstance(info.value, FileExistsError)
@@ -868,6 +869,6 @@ def test_the_writers_records_are_message_records(message: Message, seq: int, ts:
         expected = [encode_record(r) for r in message_records(message, first_seq=seq, ts=ts)]
     except ValueError:
         with pytest.raises(ValueError, match="only assistant messages carry reasoning"):
-            writer_module._lines_of(message, seq, ts)
+            writer_lines.lines_of(message, seq, ts)
         return
-    assert writer_module._lines_of(message, seq, ts) == expected
+    assert writer_lines.lines_of(message, seq, ts) == expected
