@@ -27,9 +27,15 @@ _CATEGORIES = (
     ("token estimate", ("estimate_tokens",)),
     ("digest (canonical encode + sha256)", ("digest.py",)),
     ("writer encode (records, lines)", ("message_records", "encode_line", "split_message")),
-    ("writer queue / batches / fsync", ("writer.py",)),
-    ("decode (read, split, typed decode)", ("reader.py", "codec.py", "messages.py", "records.py")),
-    ("reducer step", ("reducer.py",)),
+    (
+        "writer queue / batches / fsync",
+        ("writer.py", "writer_start.py", "writer_stop.py", "writer_lines.py"),
+    ),
+    (
+        "decode (read, split, typed decode)",
+        ("reader.py", "framing.py", "sources.py", "codec.py", "messages.py", "records.py"),
+    ),
+    ("reducer step", ("reducer.py", "reducer_facts.py")),
     ("replay bookkeeping (verify, degradations)", ("replay.py",)),
     ("stop facts (tail scan)", ("stop.py",)),
     (
