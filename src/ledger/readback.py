@@ -26,7 +26,7 @@ from ledger.framing import CHUNK_BYTES
 from ledger.reader import iter_batches
 from ledger.records import RECORD_TYPES, Record
 from ledger.reducer import Batch, Entry, ReplayState, fold_batches
-from ledger.writer_files import PreadFile
+from ledger.writer_files import FoldRead, PreadFile
 
 __all__ = ["ReadMark", "mark_of_open", "read_back"]
 
@@ -147,14 +147,13 @@ def read_back(
     return state, None, ReadMark(raw.size, raw.crc, raw.lines, state)
 
 
-def mark_of_open(fd: int, size: int, state: ReplayState) -> ReadMark:
-    """The mark of the read :meth:`RolloutWriter.open` made of the file's first ``size`` bytes
-    (the empty mark when they do not end at a line end)."""
-    read = _tally(fd, size, count_lines=True)
-    if read is None or read[2] != _NL:
+def mark_of_open(read: FoldRead | None, state: ReplayState) -> ReadMark:
+    """The mark of the read :meth:`RolloutWriter.open` made: what its fold read (taken as it
+    read it, never read again) and the ``state`` folded from it; the empty mark when that
+    cannot be said."""
+    if read is None:
         return ReadMark()
-    crc, lines, _ = read
-    return ReadMark(size, crc, lines, state)
+    return ReadMark(read.offset, read.crc, read.lines, state)
 
 
 def _describe_damage(damage: list[Degradation]) -> str:

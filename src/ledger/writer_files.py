@@ -13,9 +13,10 @@ import io
 import logging
 import os
 import stat
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledger import locking
 from ledger.batching import writev_all
@@ -37,7 +38,7 @@ from ledger.writer_errors import (
     WriterError,
 )
 
-__all__ = ["PreadFile", "new_rollout", "session_rollout", "taken_rollout"]
+__all__ = ["FoldRead", "PreadFile", "new_rollout", "session_rollout", "taken_rollout"]
 
 log = logging.getLogger("ledger.writer")
 
@@ -138,11 +139,12 @@ def new_rollout(
 @contextlib.contextmanager
 def taken_rollout(
     path: Path, durability: Durability
-) -> Iterator[tuple[Path, int, ReplayState, TailRepair | None, int]]:
+) -> Iterator[tuple[Path, int, ReplayState, TailRepair | None, FoldRead | None]]:
     """Take up the existing rollout at ``path``: yield its absolute path, a locked descriptor,
-    its state, the tail repair made and the offset up to which the state was read. Nothing is
-    touched unless it is a regular file whose first line is a ``session_meta`` this library can
-    continue. If the block fails, the lock and the descriptor are released."""
+    its state, the tail repair made and what the state was folded from (``None`` when that
+    cannot be said: the next read-back then starts from byte 0). Nothing is touched unless it
+    is a regular file whose first line is a ``session_meta`` this library can continue. If the
+    block fails, the lock and the descriptor are released."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
     except FileNotFoundError:
@@ -182,12 +184,13 @@ def taken_rollout(
             log.warning("repaired the tail of %s: %s", path, repair)
             if durability is not Durability.OS:
                 os.fsync(fd)
-        raw = PreadFile(fd)
-        with io.BufferedReader(raw, CHUNK_BYTES) as f:
+        # What was folded is taken from the very bytes the fold read, as it read them: neither
+        # the size nor the bytes found after the fold, which a program ignoring the lock may
+        # have appended to or rewritten meanwhile (ADR 0067).
+        with _TallyReader(PreadFile(fd)) as f:
             state = rebuild_stream(f, from_last_compaction=True)
-        # Where the fold stopped reading (the end of file it met), not the size now: a program
-        # that ignores the lock and appends meanwhile must not have its bytes counted as read.
-        yield path, fd, state, repair, raw.tell()
+            folded = f.folded()
+        yield path, fd, state, repair, folded
     except BaseException as exc:
         locking.release(fd)
         locking.untrack(fd)
@@ -214,6 +217,74 @@ def _fsync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(dfd)
+
+
+class FoldRead(NamedTuple):
+    """What a fold read of a file, from byte 0 to the end it met: ``offset`` bytes ending at a
+    line end, ``lines`` of them, of CRC-32 ``crc``."""
+
+    offset: int
+    crc: int
+    lines: int
+
+
+class _TallyReader(io.BufferedReader):
+    """A buffered reader that keeps the CRC-32 and line count of the bytes its caller reads in
+    one pass from byte 0 on (a read at byte 0 starts the pass again; a read elsewhere, as a
+    scan from the end, is not part of it)."""
+
+    def __init__(self, raw: PreadFile) -> None:
+        super().__init__(raw, CHUNK_BYTES)
+        self._crc = 0
+        self._lines = 0
+        self._end = 0
+        self._last = b""
+
+    def _saw(self, at: int, data: bytes) -> None:
+        if at == 0:
+            self._crc, self._lines, self._end, self._last = 0, 0, 0, b""
+        if at == self._end and data:
+            self._crc = zlib.crc32(data, self._crc)
+            self._lines += data.count(b"\n")
+            self._end += len(data)
+            self._last = data[-1:]
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        at = self.tell()
+        data = super().read(size)
+        self._saw(at, data)
+        return data
+
+    def read1(self, size: int = -1, /) -> bytes:
+        at = self.tell()
+        data = super().read1(size)
+        self._saw(at, data)
+        return data
+
+    def readline(self, size: int | None = -1, /) -> bytes:
+        at = self.tell()
+        data = super().readline(size)
+        self._saw(at, data)
+        return data
+
+    def readinto(self, buffer: Any, /) -> int:
+        at = self.tell()
+        n = super().readinto(buffer)
+        self._saw(at, bytes(memoryview(buffer)[:n]))
+        return n
+
+    def readinto1(self, buffer: Any, /) -> int:
+        at = self.tell()
+        n = super().readinto1(buffer)
+        self._saw(at, bytes(memoryview(buffer)[:n]))
+        return n
+
+    def folded(self) -> FoldRead | None:
+        """What the last pass read, when it read every byte from 0 to where the reader stands
+        and ended at a line end; else ``None``."""
+        if self._end != self.tell() or self._last != b"\n":
+            return None
+        return FoldRead(self._end, self._crc, self._lines)
 
 
 class PreadFile(io.RawIOBase):

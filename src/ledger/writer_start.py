@@ -191,7 +191,7 @@ class StartForms:
                 stopped=True,
                 targets=RewindTargets(state.rewound.base, state.rewound.ranges),
                 origin=state.meta.fork,
-                mark=mark_of_open(fd, read, state),
+                mark=mark_of_open(read, state),
             )
             writer._start()
         return writer
