@@ -248,11 +248,20 @@ def held_as_pruned(
     """The sha256 and size of the held file ``fd`` (``inside`` the trash, at ``path``), checked
     against the digest the audit log recorded when it was pruned.
 
-    Raises ``error`` when the bytes differ: the file changed in the trash, and ``outcome``
-    (what was not done, and what the operator may do) ends the message.
+    Raises ``error`` when the bytes differ (the file changed in the trash) or when its prune
+    line records no sha256 (a prune always writes one: the line was written by hand or by
+    another tool, and nothing vouches for the bytes); ``outcome`` (what was not done, and what
+    the operator may do) ends the message. A file with no prune on record is not checked.
     """
     sha, size = fd_hash(fd)
-    if pruned is not None and pruned.digest is not None and sha != pruned.digest:
+    if pruned is not None and pruned.digest is None:
+        raise error(
+            errno.EIO,
+            f"{inside}: its prune line in the audit log records no sha256, so nothing says its "
+            f"bytes (sha256 {sha}) are those pruned. {outcome}",
+            os.fspath(path),
+        )
+    if pruned is not None and sha != pruned.digest:
         raise error(
             errno.EIO,
             f"{inside} is not what was pruned: its sha256 is {sha}, the audit log recorded "
