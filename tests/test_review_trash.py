@@ -4,16 +4,19 @@ refusal names the file and says what to do."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from ledger import Message, RolloutWriter, StopKind
+from replay.cli import cli
 from replay.retention import empty_trash, prune, restore
-from replay.trash import TrashError, trash_dir, trash_files
+from replay.trash import FileHeldError, TrashError, trash_dir, trash_files
 
 
 def _pruned(root: Path, sid: str) -> tuple[Path, Path]:
@@ -106,6 +109,47 @@ def test_restore_and_emptying_refuse_bytes_that_are_not_those_pruned(
         assert inside.name in said
         assert said.count("sha256:") == 2
         assert inside.is_file()
+
+
+def test_restore_of_a_symbolic_link_in_the_trash_names_it_and_what_to_do(tmp_path: Path) -> None:
+    """A pruned file replaced by a symbolic link (to a file in the trash) is never followed:
+    restore refuses with the file's name and what to do, on the command line too."""
+    old, inside = _pruned(tmp_path, "s")
+    target = inside.with_name("elsewhere.data")
+    os.rename(inside, target)
+    inside.symlink_to(target.name)
+    with pytest.raises(FileHeldError) as info:
+        restore(tmp_path, "s")
+    said = info.value.strerror or ""
+    assert info.value.errno == errno.ELOOP
+    assert inside.name in said
+    assert "symbolic link" in said
+    assert "Nothing was restored" in said
+    assert not old.exists()
+    assert inside.is_symlink()
+    result = CliRunner().invoke(cli, ["--root", str(tmp_path), "restore", "s"], prog_name="rollout")
+    assert result.exit_code == 1
+    assert inside.name in result.output
+    assert "Nothing was restored" in result.output
+
+
+def test_restore_of_a_file_a_writer_holds_in_the_trash_names_it(tmp_path: Path) -> None:
+    """A writer that took up the pruned file inside the trash keeps it: restore refuses,
+    naming the file and what to do, and moves nothing."""
+    old, inside = _pruned(tmp_path, "s")
+    with RolloutWriter.open(inside):
+        with pytest.raises(FileHeldError) as info:
+            restore(tmp_path, "s")
+        result = CliRunner().invoke(
+            cli, ["--root", str(tmp_path), "restore", "s"], prog_name="rollout"
+        )
+    said = info.value.strerror or ""
+    assert inside.name in said
+    assert "a writer has it open" in said
+    assert "close" in said
+    assert result.exit_code == 1
+    assert inside.name in result.output
+    assert not old.exists()
 
 
 def test_a_fifo_or_a_link_out_of_the_trash_is_never_deleted_or_followed(tmp_path: Path) -> None:

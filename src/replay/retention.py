@@ -11,9 +11,10 @@ so that the audit log and the trash agree (:func:`trash_problems`).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -303,7 +304,7 @@ def restore(
                 f"cannot restore {inside}: {rel} exists again; move it away first",
                 os.fspath(target),
             )
-        with held_file(found) as fd:
+        with _held_to_restore(found, inside) as fd:
             sha, size = held_as_pruned(
                 fd,
                 pruned,
@@ -327,3 +328,26 @@ def restore(
             )
             move_file(found, target, sha)
     return target
+
+
+_HELD_REMEDY = {
+    errno.ELOOP: "put the pruned file itself in its place, or copy what the link names out by hand",
+    errno.EBUSY: "close the writer that has it open, then restore it again",
+}
+
+
+@contextlib.contextmanager
+def _held_to_restore(found: Path, inside: str) -> Iterator[int]:
+    """:func:`held_file`, its refusal saying which file of the trash and what to do: the
+    command line shows only the reason, and a restore names no file of its own."""
+    with contextlib.ExitStack() as stack:
+        try:
+            fd = stack.enter_context(held_file(found))
+        except FileHeldError as exc:
+            remedy = _HELD_REMEDY.get(exc.errno or 0, "see to it by hand")
+            raise FileHeldError(
+                exc.errno,
+                f"cannot restore {inside}: {exc.strerror}. Nothing was restored: {remedy}",
+                exc.filename,
+            ) from None
+        yield fd
