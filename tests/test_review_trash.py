@@ -167,3 +167,24 @@ def test_a_fifo_or_a_link_out_of_the_trash_is_never_deleted_or_followed(tmp_path
     assert fifo.exists()
     assert link.is_symlink()
     assert outside.is_file()
+
+
+@pytest.mark.parametrize("how", ["changed", "no-digest"])
+def test_emptyings_advice_for_a_file_it_keeps_is_advice_that_works(
+    tmp_path: Path, how: str
+) -> None:
+    """Emptying keeps bytes no logged sha256 vouches for; what it tells the operator to do
+    never sends them to restore, which refuses the very same file."""
+    _, inside = _pruned(tmp_path, "s")
+    if how == "no-digest":
+        _without_digest(tmp_path)
+    else:
+        inside.write_bytes(inside.read_bytes().replace(b"hello", b"HELLO"))
+    gone, kept = _empty(tmp_path)
+    assert gone == []
+    advice = kept[0][1].split("Kept:", 1)[1]
+    assert "restore" not in advice
+    assert "copy it out by hand" in advice
+    assert "remove it by hand" in advice
+    with pytest.raises(TrashError):
+        restore(tmp_path, "s")

@@ -102,8 +102,14 @@ def _delete_one(
     dry_run: bool,
 ) -> bool:
     with held_file(path) as fd:
+        # Not "restore it": restore refuses these very bytes.
         sha, size = held_as_pruned(
-            fd, pruned, path, inside, "Kept: restore it or remove it by hand", FileHeldError
+            fd,
+            pruned,
+            path,
+            inside,
+            "Kept: copy it out by hand if it is wanted as it is, or remove it by hand",
+            FileHeldError,
         )
         if dry_run:
             return True
