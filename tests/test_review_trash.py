@@ -188,3 +188,33 @@ def test_emptyings_advice_for_a_file_it_keeps_is_advice_that_works(
     assert "remove it by hand" in advice
     with pytest.raises(TrashError):
         restore(tmp_path, "s")
+
+
+def test_emptying_says_which_file_it_keeps_and_what_to_do_for_a_link_or_a_live_writer(
+    tmp_path: Path,
+) -> None:
+    """A symbolic link in the trash and a pruned file a writer took up are kept; each reason
+    names the file in the trash and says what to do, on the command line too."""
+    _, link = _pruned(tmp_path, "a")
+    _, live = _pruned(tmp_path, "b")
+    target = link.with_name("elsewhere.data")
+    os.rename(link, target)
+    link.symlink_to(target.name)
+    with RolloutWriter.open(live):
+        gone, kept = _empty(tmp_path)
+        result = CliRunner().invoke(
+            cli,
+            ["--root", str(tmp_path), "prune", "--empty-trash", "--older-than", "0s"],
+            prog_name="rollout",
+        )
+    assert gone == []
+    reasons = dict(kept)
+    assert link.name in reasons[link]
+    assert "remove the link by hand" in reasons[link]
+    assert live.name in reasons[live]
+    assert "close the writer" in reasons[live]
+    assert link.name in result.output
+    assert live.name in result.output
+    assert link.is_symlink()
+    assert target.is_file()
+    assert live.is_file()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -101,7 +101,7 @@ def _delete_one(
     command: Sequence[str],
     dry_run: bool,
 ) -> bool:
-    with held_file(path) as fd:
+    with _held_to_delete(path, inside) as fd:
         # Not "restore it": restore refuses these very bytes.
         sha, size = held_as_pruned(
             fd,
@@ -133,3 +133,23 @@ def _delete_one(
             raise FileNotFoundError(errno.ENOENT, "replaced meanwhile", os.fspath(path))
         path.unlink()
     return True
+
+
+_HELD_REMEDY = {
+    errno.ELOOP: "remove the link by hand (emptying never deletes through a link)",
+    errno.EBUSY: "close the writer that has it open, then empty the trash again",
+}
+
+
+@contextlib.contextmanager
+def _held_to_delete(path: Path, inside: str) -> Iterator[int]:
+    """:func:`held_file`, its refusal naming the file of the trash and what to do."""
+    with contextlib.ExitStack() as stack:
+        try:
+            fd = stack.enter_context(held_file(path))
+        except FileHeldError as exc:
+            remedy = _HELD_REMEDY.get(exc.errno or 0, "see to it by hand")
+            raise FileHeldError(
+                exc.errno, f"{inside}: {exc.strerror}. Kept: {remedy}", exc.filename
+            ) from None
+        yield fd
