@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -264,41 +266,58 @@ def test_opens_mark_covers_what_its_fold_read_on_every_rebuild_path(
     assert starts[0] == lines + 1
 
 
+def run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter (a fork in the test process would copy its threads)
+    that imports this checkout's ``src``."""
+    src = str(Path(__file__).resolve().parent.parent / "src")
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": src},
+        check=False,
+    )
+
+
+_FORKED_OPENS = """
+import os, sys
+from ledger import Message, RolloutWriter, StopKind, WriterBusyError
+path = sys.argv[1]
+parent = RolloutWriter.open(path)
+pid = os.fork()
+if pid == 0:
+    try:
+        RolloutWriter.open(path)
+    except WriterBusyError:
+        os._exit(0)
+    os._exit(3)
+print("busy" if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0 else "OPENED")
+parent.close()
+pid = os.fork()
+if pid == 0:
+    code = 1
+    try:
+        w = RolloutWriter.open(path)
+        w.append(Message(role="user", content="from the child"))
+        w.stop(StopKind.PAUSED)
+        w.close()
+        code = 0
+    finally:
+        os._exit(code)
+print("resumed" if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0 else "FAILED")
+"""
+
+
 def test_open_in_a_forked_child_is_refused_while_the_parent_holds_the_file(
     tmp_path: Path,
 ) -> None:
     """A child forked while the parent holds the writer cannot open the file; once the parent
     closed it, the child's open and stop checkpoint exactly."""
     path = _session(tmp_path, compacted=False)
-    parent = RolloutWriter.open(path)
-
-    def in_child(body: Callable[[], int]) -> int:
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child
-            code = 1
-            try:
-                code = body()
-            finally:
-                os._exit(code)
-        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-
-    def busy() -> int:
-        try:
-            RolloutWriter.open(path)
-        except WriterBusyError:
-            return 0
-        return 3
-
-    def resume() -> int:
-        w = RolloutWriter.open(path)
-        w.append(_user(5))
-        w.stop(StopKind.PAUSED)
-        w.close()
-        return 0
-
-    assert in_child(busy) == 0
-    parent.close()
-    assert in_child(resume) == 0
+    result = run_python(_FORKED_OPENS, str(path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["busy", "resumed"]
     _holds(path, None)
     assert rebuild(path).checkpoint.message_count == 3  # type: ignore[union-attr]
 
