@@ -4,7 +4,10 @@ past the young generations after, the caller's settings (disabled, frozen) left 
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -77,12 +80,29 @@ def test_a_disabled_collector_stays_disabled_and_nothing_is_moved(collector: Non
     assert _young(entries) == 50
 
 
-def test_objects_the_caller_froze_stay_frozen(collector: None) -> None:
+def test_objects_the_caller_froze_stay_frozen() -> None:
     """A caller that froze objects (a server before it forks) keeps them frozen: the batch is
-    then left to the collector as usual."""
-    gc.freeze()
-    frozen = gc.get_freeze_count()
-    entries = index_entries(_rows(20))
-    assert gc.get_freeze_count() == frozen
-    assert gc.isenabled()
-    assert len(entries) == 20
+    then left to the collector as usual. Run in a fresh interpreter: threads other tests leave
+    in this process (a local cluster's workers) may use the collector meanwhile."""
+    code = (
+        "import gc, sys\n"
+        f"sys.path[:0] = {sys.path!r}\n"
+        "from test_fleet_index_gc import _rows\n"
+        "from replay.fleet._index import index_entries\n"
+        "gc.freeze()\n"
+        "frozen = gc.get_freeze_count()\n"
+        "assert frozen > 0\n"
+        "entries = index_entries(_rows(20))\n"
+        "assert gc.get_freeze_count() == frozen, (gc.get_freeze_count(), frozen)\n"
+        "assert gc.isenabled()\n"
+        "assert len(entries) == 20\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
