@@ -9,9 +9,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Final
 
 from replay.recovery import actions, recover
 from replay.sessions import iter_rollout_paths
@@ -21,7 +22,7 @@ from replay.trash import (
     append_audit,
     command_text,
     held_as_pruned,
-    held_file,
+    held_file_saying,
     now,
     relative_to_root,
     same_file,
@@ -101,7 +102,7 @@ def _delete_one(
     command: Sequence[str],
     dry_run: bool,
 ) -> bool:
-    with _held_to_delete(path, inside) as fd:
+    with held_file_saying(path, inside, "Kept", _HELD_REMEDY) as fd:
         # Not "restore it": restore refuses these very bytes.
         sha, size = held_as_pruned(
             fd,
@@ -135,21 +136,7 @@ def _delete_one(
     return True
 
 
-_HELD_REMEDY = {
+_HELD_REMEDY: Final = {
     errno.ELOOP: "remove the link by hand (emptying never deletes through a link)",
     errno.EBUSY: "close the writer that has it open, then empty the trash again",
 }
-
-
-@contextlib.contextmanager
-def _held_to_delete(path: Path, inside: str) -> Iterator[int]:
-    """:func:`held_file`, its refusal naming the file of the trash and what to do."""
-    with contextlib.ExitStack() as stack:
-        try:
-            fd = stack.enter_context(held_file(path))
-        except FileHeldError as exc:
-            remedy = _HELD_REMEDY.get(exc.errno or 0, "see to it by hand")
-            raise FileHeldError(
-                exc.errno, f"{inside}: {exc.strerror}. Kept: {remedy}", exc.filename
-            ) from None
-        yield fd

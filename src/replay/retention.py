@@ -11,12 +11,12 @@ so that the audit log and the trash agree (:func:`trash_problems`).
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Final
 
 import attrs
 
@@ -34,6 +34,7 @@ from replay.trash import (
     fd_hash,
     held_as_pruned,
     held_file,
+    held_file_saying,
     move_file,
     now,
     relative_to_root,
@@ -304,7 +305,9 @@ def restore(
                 f"cannot restore {inside}: {rel} exists again; move it away first",
                 os.fspath(target),
             )
-        with _held_to_restore(found, inside) as fd:
+        with held_file_saying(
+            found, f"cannot restore {inside}", "Nothing was restored", _HELD_REMEDY
+        ) as fd:
             sha, size = held_as_pruned(
                 fd,
                 pruned,
@@ -330,24 +333,7 @@ def restore(
     return target
 
 
-_HELD_REMEDY = {
+_HELD_REMEDY: Final = {
     errno.ELOOP: "put the pruned file itself in its place, or copy what the link names out by hand",
     errno.EBUSY: "close the writer that has it open, then restore it again",
 }
-
-
-@contextlib.contextmanager
-def _held_to_restore(found: Path, inside: str) -> Iterator[int]:
-    """:func:`held_file`, its refusal saying which file of the trash and what to do: the
-    command line shows only the reason, and a restore names no file of its own."""
-    with contextlib.ExitStack() as stack:
-        try:
-            fd = stack.enter_context(held_file(found))
-        except FileHeldError as exc:
-            remedy = _HELD_REMEDY.get(exc.errno or 0, "see to it by hand")
-            raise FileHeldError(
-                exc.errno,
-                f"cannot restore {inside}: {exc.strerror}. Nothing was restored: {remedy}",
-                exc.filename,
-            ) from None
-        yield fd

@@ -20,7 +20,7 @@ import errno
 import fcntl
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
@@ -42,6 +42,7 @@ __all__ = [
     "file_hash",
     "held_as_pruned",
     "held_file",
+    "held_file_saying",
     "move_file",
     "now",
     "partial_of",
@@ -269,6 +270,24 @@ def held_as_pruned(
             os.fspath(path),
         )
     return sha, size
+
+
+@contextlib.contextmanager
+def held_file_saying(
+    path: Path, lead: str, outcome: str, remedies: Mapping[int, str]
+) -> Iterator[int]:
+    """:func:`held_file`, its refusal said for the operator: ``lead`` (which file of the trash),
+    the reason, ``outcome`` (what was not done) and the remedy ``remedies`` gives for the
+    refusal's errno. The command line shows only the message, so it must name the file."""
+    with contextlib.ExitStack() as stack:
+        try:
+            fd = stack.enter_context(held_file(path))
+        except FileHeldError as exc:
+            remedy = remedies.get(exc.errno or 0, "see to it by hand")
+            raise FileHeldError(
+                exc.errno, f"{lead}: {exc.strerror}. {outcome}: {remedy}", exc.filename
+            ) from None
+        yield fd
 
 
 @contextlib.contextmanager
