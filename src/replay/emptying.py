@@ -21,14 +21,12 @@ from replay.trash import (
     FileHeldError,
     append_audit,
     command_text,
-    held_as_pruned,
-    held_file_saying,
     now,
     relative_to_root,
-    same_file,
     trash_files,
     trash_lock,
 )
+from replay.trash_held import held_as_pruned, held_file_saying, same_file
 
 __all__ = ["empty_trash"]
 

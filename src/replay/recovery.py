@@ -19,9 +19,6 @@ from replay.trash import (
     FileHeldError,
     append_audit,
     command_text,
-    fd_hash,
-    file_hash,
-    held_file,
     move_file,
     now,
     partial_of,
@@ -30,6 +27,7 @@ from replay.trash import (
     safe_entry,
     trash_files,
 )
+from replay.trash_held import fd_hash, file_hash, held_file
 
 __all__ = ["actions", "cancel_action", "recover", "trash_problems"]
 

@@ -31,17 +31,13 @@ from replay.trash import (
     TrashError,
     append_audit,
     command_text,
-    fd_hash,
-    held_as_pruned,
-    held_file,
-    held_file_saying,
     move_file,
     now,
     relative_to_root,
-    same_file,
     trash_files,
     trash_lock,
 )
+from replay.trash_held import fd_hash, held_as_pruned, held_file, held_file_saying, same_file
 
 __all__ = [
     "PrunePlan",
