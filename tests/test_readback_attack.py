@@ -367,15 +367,15 @@ def test_a_stop_that_could_not_read_back_leaves_the_mark_usable(
         w.append(_user(0))
         w.stop(StopKind.PAUSED)
         w.append(_user(1))
-        real = readback_module._tally
+        real = readback_module._crc_of
 
-        def failing(fd: int, size: int, *, count_lines: bool) -> tuple[int, int, bytes] | None:
+        def failing(fd: int, size: int) -> int | None:
             raise OSError(5, "input/output error")
 
-        monkeypatch.setattr(readback_module, "_tally", failing)
+        monkeypatch.setattr(readback_module, "_crc_of", failing)
         with pytest.raises(WriterError, match="could not read back"):
             w.stop(StopKind.PAUSED)
-        monkeypatch.setattr(readback_module, "_tally", real)
+        monkeypatch.setattr(readback_module, "_crc_of", real)
         w.append(_user(2))
         w.stop(StopKind.PAUSED)
     finally:

@@ -71,23 +71,17 @@ class _TallyFile(PreadFile):
         return n
 
 
-def _tally(fd: int, size: int, *, count_lines: bool) -> tuple[int, int, bytes] | None:
-    """The CRC-32 of the file's first ``size`` bytes, their line count (when asked) and last
-    byte; ``None`` when the file is shorter now."""
+def _crc_of(fd: int, size: int) -> int | None:
+    """The CRC-32 of the file's first ``size`` bytes; ``None`` when the file is shorter now."""
     crc = 0
-    lines = 0
     pos = 0
-    last = b""
     while pos < size:
         data = os.pread(fd, min(CHUNK_BYTES, size - pos), pos)
         if not data:
             return None
         crc = zlib.crc32(data, crc)
-        if count_lines:
-            lines += data.count(_NL)
         pos += len(data)
-        last = data[-1:]
-    return crc, lines, last
+    return crc
 
 
 def read_back(
@@ -98,8 +92,7 @@ def read_back(
     give back the writer's own records as they were written (``own`` is their first seq, count
     and CRC-32 of their lines, :meth:`BatchQueue.own_records`). Returns the state, the problem
     (``None`` when there is none) and the mark of this read (the given one after a problem)."""
-    before = _tally(fd, mark.offset, count_lines=False) if mark.offset else None
-    if mark.offset and (before is None or before[0] != mark.crc):
+    if mark.offset and _crc_of(fd, mark.offset) != mark.crc:
         assert mark.state is not None
         return (
             mark.state,
