@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import attrs
 import fsspec
+import msgspec
 import pytest
 from click.testing import CliRunner, Result
 
@@ -26,7 +26,7 @@ def run(*args: str) -> Result:
 
 def comparable(e: SessionEntry) -> SessionEntry:
     """An entry without its location."""
-    return attrs.evolve(e, path=Path(e.path.name))
+    return msgspec.structs.replace(e, path=Path(e.path.name))
 
 
 @pytest.fixture

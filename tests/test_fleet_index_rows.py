@@ -44,7 +44,9 @@ def _stop_as_stored(row: IndexRow) -> StopFacts:
         checkpoint=checkpoint if isinstance(checkpoint, AgentCheckpoint) else None,
         terminal=terminal if isinstance(terminal, Terminal) else None,
         killed=bool(row.killed),
-        earlier_terminal=_record(row.stop_earlier_terminal),
+        earlier_terminal=earlier
+        if isinstance(earlier := _record(row.stop_earlier_terminal), Terminal)
+        else None,
         records_after=row.stop_records_after,
         damaged_lines=row.stop_damaged_lines,
         bytes_scanned=row.stop_bytes_scanned,

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import attrs
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -85,7 +85,7 @@ def _build(directory: Path, shapes: list[dict[str, Any]]) -> None:
 
 
 def _located_nowhere(e: SessionEntry) -> SessionEntry:
-    return attrs.evolve(e, path=Path(e.path.name))
+    return msgspec.structs.replace(e, path=Path(e.path.name))
 
 
 @_few

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import attrs
 import fsspec
+import msgspec
 import pytest
 from click.testing import CliRunner, Result
 
@@ -26,7 +27,7 @@ def run(*args: str) -> Result:
 
 def comparable(e: SessionEntry) -> SessionEntry:
     """An entry without its location, to compare a file's entry with its object's."""
-    return attrs.evolve(e, path=Path(e.path.name))
+    return msgspec.structs.replace(e, path=Path(e.path.name))
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Final
 
-import attrs
+import msgspec
 
 __all__ = [
     "MAX_NAME_BYTES",
@@ -63,25 +63,26 @@ class RolloutNameError(ValueError):
     """A session id, agent name or file name that does not follow the naming rule."""
 
 
-@attrs.frozen
-class RolloutName:
+class RolloutName(msgspec.Struct, frozen=True, gc=False):
     """What a rollout file name says: start time (UTC, to the second), session, agent name.
 
     ``session_token`` is the session id as it stands in the name. ``session_id`` is the id it
     stands for, or ``None`` when the token was cut to fit the name limit (the id is then only in
     the file's ``session_meta``; :func:`session_token` of the id gives the token back).
+
+    A frozen ``msgspec.Struct``: a fleet's index listing decodes one per session (ADR 0159).
     """
 
     started_at: datetime
     session_id: str | None
     agent_name: str | None = None
-    session_token: str = attrs.field(default="")
+    session_token: str = ""
 
-    def __attrs_post_init__(self) -> None:
+    def __post_init__(self) -> None:
         if not self.session_token:
             if self.session_id is None:
                 raise RolloutNameError("a RolloutName needs a session id or a session token")
-            object.__setattr__(
+            msgspec.structs.force_setattr(
                 self, "session_token", session_token(self.session_id, self.agent_name)
             )
 

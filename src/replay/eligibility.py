@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from functools import lru_cache
 
-import attrs
+import msgspec
 
 from ledger.records import SessionMeta, StopKind
 from replay.stop import StopFacts
@@ -32,15 +32,17 @@ class Tier(StrEnum):
     UNKNOWN = "unknown"
 
 
-@attrs.frozen
-class Eligibility:
-    """Whether a session can be replayed as-is, its tier, and a reason a person can read."""
+class Eligibility(msgspec.Struct, frozen=True, gc=False):
+    """Whether a session can be replayed as-is, its tier, and a reason a person can read.
+
+    A frozen ``msgspec.Struct``, not an attrs class, like the listing's other values: an
+    index listing decodes them by the hundred thousand (ADR 0159)."""
 
     replayable: bool
     tier: Tier
     reason: str
 
-    def __attrs_post_init__(self) -> None:
+    def __post_init__(self) -> None:
         if not self.reason:
             raise ValueError("an eligibility decision needs a reason")
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Final
 
-import attrs
+import msgspec
 
 from ledger.codec import RecordDecodeError, decode_record
 from ledger.framing import first_line
@@ -52,8 +52,7 @@ class SessionFlag(StrEnum):
     FORK_SOURCE_NOT_FOUND = "fork_source_not_found"
 
 
-@attrs.frozen
-class SessionEntry:
+class SessionEntry(msgspec.Struct, frozen=True, gc=False):
     """One rollout file as the listing sees it: head, tail, and flags; never its messages.
 
     Identity fields come from ``session_meta`` and, when the head is damaged, from the file

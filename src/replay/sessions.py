@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
-import attrs
+import msgspec
 
 from replay._files import NotARegularFileError, open_rollout_fd
 from replay._location import is_url
@@ -144,7 +144,7 @@ def _order(e: SessionEntry) -> tuple[float, str]:
 
 
 def _flag(e: SessionEntry, flag: SessionFlag, note: str) -> SessionEntry:
-    return attrs.evolve(e, flags=(*e.flags, flag), notes=(*e.notes, note))
+    return msgspec.structs.replace(e, flags=(*e.flags, flag), notes=(*e.notes, note))
 
 
 def read_session_entry(path: str | os.PathLike[str]) -> SessionEntry:

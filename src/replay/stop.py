@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import BinaryIO, Final
 
-import attrs
+import msgspec
 
 from ledger.codec import RecordDecodeError, decode_record
 from ledger.framing import BackwardScan
@@ -49,8 +49,7 @@ _CHECKPOINT_PREFIX: Final = b'{"type":"agent_checkpoint"'
 _TERMINAL_PREFIX: Final = b'{"type":"terminal"'
 
 
-@attrs.frozen
-class StopFacts:
+class StopFacts(msgspec.Struct, frozen=True, gc=False):
     """What the tail of a rollout says about where and how its session stopped.
 
     ``found`` is true when the file has a stop point: a last checkpoint, or a terminal record
@@ -63,6 +62,8 @@ class StopFacts:
     the records between the last checkpoint and the end (the terminal record not counted);
     ``damaged_lines`` the unreadable lines met on the way. ``exhausted`` is true when the scan
     budget ran out before a checkpoint was found: an older checkpoint may exist further up.
+
+    A frozen ``msgspec.Struct`` (ADR 0159).
     """
 
     found: bool

@@ -78,7 +78,13 @@ def build_index(
     todo = []
     for info in infos:
         row = index.rows.get(info.path) if index is not None else None
-        if row is None or row.size != info.size or row.version != info.version:
+        # A row without the entry as this version lists it (ADR 0159) is written again too.
+        if (
+            row is None
+            or row.size != info.size
+            or row.version != info.version
+            or row.listed is None
+        ):
             todo.append(info)
     now = now_utc()
     results = run_batches(

@@ -26,6 +26,7 @@ from ledger.codec import RecordDecodeError, decode_record
 from ledger.records import AgentCheckpoint, SessionMeta, Terminal
 from replay._location import ObjectURL
 from replay.fleet._duck import connect, duck_path
+from replay.fleet._listed import LISTING_CODING, LISTING_ERRORS, decode_listing
 from replay.fleet._store import INDEX_DIR, ObjectInfo, Store, store_error
 from replay.sessions import SessionEntry, entry_from_parts, usual_entry
 from replay.stop import StopFacts
@@ -55,13 +56,15 @@ class IndexRow(NamedTuple):
 
     A plain tuple of the fetched values (a listing from the index makes one per object, and
     for some only to compare their size and version); the stop facts and the entry are built
-    when asked for.
+    when asked for. ``listed`` is the entry the row keeps (ADR 0159), decoded and named by the
+    URL the store gives the object; a row that has one is fetched without its head and stop
+    columns, which are then ``None``.
     """
 
     path: str
     size: int
     version: str
-    head: str
+    head: str | None
     stop_checkpoint: str | None
     stop_terminal: str | None
     stop_earlier_terminal: str | None
@@ -71,22 +74,27 @@ class IndexRow(NamedTuple):
     stop_exhausted: bool
     stop_found: bool
     killed: bool
+    listed: SessionEntry | None = None
 
     @property
     def stop(self) -> StopFacts:
         """The stop facts the object's tail gave when it was indexed."""
-        return _stop_facts(self)
+        return self.listed.stop if self.listed is not None else _stop_facts(self)
 
     def entry(self, url: ObjectURL) -> SessionEntry:
         """The listing entry of the object, as reading its head and tail would give it."""
-        return entry_from_parts(
-            url, size=self.size, head=self.head.encode(), stop=_stop_facts(self)
-        )
+        return _entry(url, self)
+
+
+def _terminal(text: str | None) -> Terminal | None:
+    # A stored text that is another record (a damaged or foreign index) is no terminal.
+    record = None if text is None else _record(text)
+    return record if isinstance(record, Terminal) else None
 
 
 def _stop_facts(row: IndexRow) -> StopFacts:
     # One unpacking instead of a field lookup per column: this runs once per listed object.
-    _, _, _, _, cp, term, earlier, after, damaged, scanned, exhausted, found, killed = row
+    _, _, _, _, cp, term, earlier, after, damaged, scanned, exhausted, found, killed, _ = row
     try:  # the texts this library wrote decode at the first try; anything else as _record does
         checkpoint = None if cp is None else decode_record(cp)
     except RecordDecodeError:
@@ -109,7 +117,7 @@ def _stop_facts(row: IndexRow) -> StopFacts:
         checkpoint,
         terminal,
         killed is True,
-        None if earlier is None else _record(earlier),
+        _terminal(earlier),
         after,
         damaged,
         scanned,
@@ -117,7 +125,8 @@ def _stop_facts(row: IndexRow) -> StopFacts:
     )
 
 
-_LISTING_COLUMNS: Final = IndexRow._fields
+_LISTING_COLUMNS: Final = IndexRow._fields[:-1]
+_CODED: Final = f"listing_coding = '{LISTING_CODING}'"
 
 
 @contextmanager
@@ -147,7 +156,10 @@ def index_entries(rows: Iterable[tuple[ObjectURL, IndexRow]]) -> list[SessionEnt
 
 
 def _entry(url: ObjectURL, row: IndexRow) -> SessionEntry:
-    head, stop = row.head, _stop_facts(row)
+    listed = row.listed
+    if listed is not None:
+        return listed if listed.path == url else msgspec.structs.replace(listed, path=url)
+    head, stop = row.head or "", _stop_facts(row)
     # The usual head, one session_meta line as the writer ends it, is decoded from the text
     # DuckDB gave (the same value as from its bytes: it is valid UTF-8) and the usual file
     # decided at once; any other row goes through entry_from_parts, as an object's would.
@@ -174,23 +186,29 @@ class FleetIndex:
 
 
 def newest_rows_sql(
-    files: Sequence[str], store: Store, columns: str = "*", *, unique: bool = False
+    files: Sequence[str],
+    store: Store,
+    columns: str = "*",
+    *,
+    unique: bool = False,
+    where: str = "true",
 ) -> str:
-    """A query for the newest row per object across the index's parts, tombstones dropped.
+    """A query for the newest row per object across the index's parts, tombstones dropped,
+    of those newest rows only the ones ``where`` holds for.
 
     ``unique`` says the parts hold one row per object and no tombstone (a first run, or a
     rebuild): the rows are then read as they are, without the window that picks the newest.
     """
     listed = ", ".join("'" + duck_path(store, f).replace("'", "''") + "'" for f in files)
-    # Built from our own column names and the index's part paths (quotes doubled), never
-    # from a value read out of a rollout.
+    # Built from our own column names, conditions and the index's part paths (quotes
+    # doubled), never from a value read out of a rollout.
     parts = f"read_parquet([{listed}], union_by_name = true, hive_partitioning = false)"
     if unique:
-        return f"SELECT {columns} FROM {parts}"  # noqa: S608
+        return f"SELECT {columns} FROM {parts} WHERE {where}"  # noqa: S608
     return (
         f"SELECT {columns} FROM ("  # noqa: S608
         f"SELECT *, row_number() OVER (PARTITION BY path ORDER BY indexed_at DESC) AS _n "
-        f"FROM {parts}) WHERE _n = 1 AND NOT deleted"
+        f"FROM {parts}) WHERE _n = 1 AND NOT deleted AND ({where})"
     )
 
 
@@ -201,14 +219,30 @@ def read_index(store: Store, files: Sequence[str]) -> FleetIndex | None:
         return None
     con = connect(store)
     try:
+        paths = [duck_path(store, f) for f in files]
         written = con.execute(
             "SELECT max(indexed_at), count(*) = count(DISTINCT path) AND NOT bool_or(deleted) "
             "FROM read_parquet(?, union_by_name = true)",
-            [[duck_path(store, f) for f in files]],
+            [paths],
         ).fetchone()
         unique = bool(written is not None and written[1])
-        query = newest_rows_sql(files, store, ", ".join(_LISTING_COLUMNS), unique=unique)
-        rows = con.execute(query).fetchall()
+        names = con.execute("SELECT * FROM read_parquet(?, union_by_name = true) LIMIT 0", [paths])
+        coded = {"listing", "listing_coding"} <= {d[0] for d in names.description}
+        columns = ", ".join(_LISTING_COLUMNS)
+        out: dict[str, IndexRow] = {}
+        if coded:
+            fast = newest_rows_sql(files, store, "listing", unique=unique, where=_CODED)
+            with _gc_paused():
+                whole = _decode_rows(store, con.execute(fast).fetchall(), out)
+            # Rows of another coding, and every row when a listing does not decode (a damaged
+            # or foreign part), are read from their columns.
+            where = "true" if not whole else f"listing_coding IS DISTINCT FROM '{LISTING_CODING}'"
+            if not whole:
+                out.clear()
+            slow = con.execute(newest_rows_sql(files, store, columns, unique=unique, where=where))
+        else:
+            slow = con.execute(newest_rows_sql(files, store, columns, unique=unique))
+        rows = slow.fetchall()
     except Exception:
         # A damaged part makes the index useless, never the listing wrong: read the objects.
         return None
@@ -216,11 +250,58 @@ def read_index(store: Store, files: Sequence[str]) -> FleetIndex | None:
         con.close()
     with _gc_paused():
         make = tuple.__new__  # IndexRow._make without its checks: DuckDB gave every column
-        out: dict[str, IndexRow] = {r[0]: make(IndexRow, r) for r in rows}
+        for r in rows:
+            out[r[0]] = make(IndexRow, (*r, None))
     when = written[0] if written is not None else None
     if when is None:
         return None
     return FleetIndex(rows=out, written_at=when.astimezone(UTC), files=tuple(files))
+
+
+def _decode_rows(store: Store, texts: list[tuple[Any]], out: dict[str, IndexRow]) -> bool:
+    """Each row's ``listing`` decoded, with its entry, into ``out``; whether all decoded."""
+    url_of, make, decode = store.url_of, tuple.__new__, decode_listing
+    for (text,) in texts:
+        try:
+            (
+                path,
+                size,
+                version,
+                name,
+                sid,
+                agent,
+                started,
+                parent,
+                delegation,
+                meta,
+                stop,
+                elig,
+                flags,
+                notes,
+            ) = decode(text)
+        except LISTING_ERRORS:
+            return False
+        entry = SessionEntry(
+            url_of(path),
+            name,
+            sid,
+            agent,
+            started,
+            parent,
+            delegation,
+            size,
+            meta,
+            stop,
+            elig,
+            flags,
+            notes,
+        )
+        # IndexRow without its checks, its head and stop columns left out (not fetched).
+        out[path] = make(IndexRow, (path, size, version, *_UNFETCHED, entry))
+    return True
+
+
+_UNFETCHED: Final = (None, None, None, None, 0, 0, 0, False, False, False)
 
 
 def tombstone(store: Store, path: str, row: IndexRow, now: datetime) -> dict[str, Any]:

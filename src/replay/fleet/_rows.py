@@ -22,6 +22,7 @@ from ledger.messages import Message, Role
 from ledger.reader import rebuild_stream
 from ledger.records import AgentCheckpoint, Terminal
 from ledger.reducer import Entry
+from replay.fleet._listed import LISTING_CODING, listing_text
 from replay.fleet._objects import HEAD_BYTES, open_object
 from replay.fleet._store import ObjectInfo, Store, storage_options
 from replay.replay import replay_from_state
@@ -84,6 +85,9 @@ COLUMNS: Final[Mapping[str, str]] = {
     "stop_damaged_lines": "BIGINT",
     "stop_bytes_scanned": "BIGINT",
     "stop_exhausted": "BOOLEAN",
+    # The entry those rebuild, as the listing's rules gave it (ADR 0159).
+    "listing": "VARCHAR",
+    "listing_coding": "VARCHAR",
 }
 """The index's columns and their DuckDB types, in order."""
 
@@ -169,6 +173,8 @@ def row_of(
         "stop_damaged_lines": stop.damaged_lines,
         "stop_bytes_scanned": stop.bytes_scanned,
         "stop_exhausted": stop.exhausted,
+        "listing": listing_text(info.path, info.size, info.version, entry),
+        "listing_coding": LISTING_CODING,
     }
 
 
