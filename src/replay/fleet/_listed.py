@@ -81,5 +81,8 @@ decode_listing: Final = _decoder.decode
 """The entry's fields a ``listing`` text holds; raises one of :data:`LISTING_ERRORS` when it is
 not one (a damaged or foreign index: the row is then read from its other columns)."""
 
-LISTING_ERRORS: Final = (msgspec.MsgspecError, ValueError, TypeError)
-"""What :func:`decode_listing` raises for a text that is not a listing (``None`` included)."""
+LISTING_ERRORS: Final = (msgspec.MsgspecError, ValueError, TypeError, RecursionError)
+"""What :func:`decode_listing` raises for a text that is not a listing (``None`` included).
+
+``RecursionError`` too: the decoder recurses into a verbatim ``extra`` as deep as its JSON
+nests, within what is left of the interpreter's recursion limit (as for the records)."""
