@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
-from test_review_listing import _replace, _rows, _same, _varied
+import pytest
+
+from replay.fleet import build_index
+from test_review_listing import _bump, _replace, _rows, _same, _varied
 
 
 def test_a_text_nested_too_deeply_to_decode_leaves_the_index_in_use(tmp_path: Path) -> None:
@@ -20,3 +24,35 @@ def test_a_text_nested_too_deeply_to_decode_leaves_the_index_in_use(tmp_path: Pa
     listed = _same(url)
     assert (listed.from_index, listed.read) == (7, 0)
     assert all(r.listed is None for r in _rows(url).values())
+
+
+def test_stop_records_written_with_an_offset_are_indexed_and_listed_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checkpoints and terminals whose times carry an offset (another writer's files) are
+    indexed, not refused, and list from the kept entry and from the columns as from the file."""
+    url = _varied(tmp_path)
+    meta = (
+        '{"type":"session_meta","seq":1,"ts":"2026-12-02T09:30:00Z","format_version":2,'
+        '"session_id":"off","started_at":"2026-12-02T15:00:00+05:30"}\n'
+    )
+    checkpoint = (
+        '{"type":"agent_checkpoint","seq":2,"ts":"2026-12-02T11:30:00+02:00","digest":"sha256:'
+        + "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        + '","message_count":0}\n'
+    )
+    terminal = (
+        '{{"type":"terminal","seq":{},"ts":"2026-12-02T04:30:0{}-05:00","event":"stop",'
+        '"stop_kind":"{}","reason":"r"}}\n'
+    )
+    data = meta + checkpoint + terminal.format(3, 1, "paused") + terminal.format(4, 2, "failed")
+    (tmp_path / "fleet" / "2026-12-02_09-30-00_off.jsonl").write_text(data)
+    report = build_index(url)
+    assert (report.indexed, report.errors) == (1, ())
+    listed = _same(url)
+    assert (listed.from_index, listed.read) == (8, 0)
+    [entry] = [e for e in listed.entries if e.session_id == "off"]
+    assert entry.stop.terminal is not None
+    assert entry.stop.terminal.ts.utcoffset() == timedelta(hours=-5)
+    _bump(monkeypatch, "entry-review")
+    assert _same(url).from_index == 8
