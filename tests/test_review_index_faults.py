@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from ledger import StopKind
 from replay.fleet import build_index
+from replay.fleet._rows import COLUMNS
+from rollout_files import RolloutBuilder, conversation
 from test_review_listing import _bump, _replace, _rows, _same, _varied
 
 
@@ -56,3 +59,32 @@ def test_stop_records_written_with_an_offset_are_indexed_and_listed_exactly(
     assert entry.stop.terminal.ts.utcoffset() == timedelta(hours=-5)
     _bump(monkeypatch, "entry-review")
     assert _same(url).from_index == 8
+
+
+# NULL is a value of these (no such record), not a sign of damage: a NULL there is believed.
+_MAY_BE_NULL = ("stop_checkpoint", "stop_terminal", "stop_earlier_terminal")
+
+
+def test_a_null_in_any_column_never_breaks_the_listing_or_the_next_index_run(
+    tmp_path: Path,
+) -> None:
+    """One session per index column, that column NULL in its row (among them a row without a
+    path, and rows listed from their columns because another row's text is NULL): the listing
+    equals the objects', and the index runs that follow settle instead of failing."""
+    columns = [c for c in COLUMNS if c not in _MAY_BE_NULL]
+    for i in range(len(columns)):
+        session = RolloutBuilder(tmp_path / "fleet", session_id=f"n{i:02}")
+        session.extend(conversation(1)).stop(StopKind.PAUSED).write()
+    url = "file://" + str(tmp_path / "fleet")
+    build_index(url)
+    _replace(
+        url,
+        **{
+            c: f"CASE WHEN path LIKE '%n{i:02}.jsonl' THEN NULL ELSE {c} END"
+            for i, c in enumerate(columns)
+        },
+    )
+    _same(url)
+    build_index(url)
+    assert build_index(url).indexed == 0
+    assert _same(url).from_index == len(columns)

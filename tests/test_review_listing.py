@@ -50,7 +50,7 @@ def _copy(part: str, select: str) -> None:
     Path(part + ".new").replace(part)
 
 
-def _replace(url: str, **columns: str) -> None:
+def _replace(url: str, /, **columns: str) -> None:
     """Every part rewritten with each of ``columns`` replaced by its SQL expression."""
     exprs = ", ".join(f"{e} AS {c}" for c, e in columns.items())
     for part in _parts(url):

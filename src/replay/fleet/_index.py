@@ -127,6 +127,14 @@ def _stop_facts(row: IndexRow) -> StopFacts:
 
 _LISTING_COLUMNS: Final = IndexRow._fields[:-1]
 _CODED: Final = f"listing_coding = '{LISTING_CODING}'"
+# A row is rebuilt from its columns only when every value the rules need is there (the stop
+# records' texts are NULL when there is none): a NULL elsewhere, from a damaged or foreign
+# part, would give an entry the object does not give, or describe no object at all.
+_REBUILDABLE: Final = " AND ".join(
+    f"{c} IS NOT NULL"
+    for c in _LISTING_COLUMNS
+    if c not in ("stop_checkpoint", "stop_terminal", "stop_earlier_terminal")
+)
 
 
 @contextmanager
@@ -230,19 +238,19 @@ def read_index(store: Store, files: Sequence[str]) -> FleetIndex | None:
         coded = {"listing", "listing_coding"} <= {d[0] for d in names.description}
         columns = ", ".join(_LISTING_COLUMNS)
         out: dict[str, IndexRow] = {}
+        where = _REBUILDABLE
         if coded:
             fast = newest_rows_sql(files, store, "listing", unique=unique, where=_CODED)
             with _gc_paused():
                 whole = _decode_rows(store, con.execute(fast).fetchall(), out)
             # Rows of another coding, and every row when a listing does not decode (a damaged
             # or foreign part), are read from their columns.
-            where = "true" if not whole else f"listing_coding IS DISTINCT FROM '{LISTING_CODING}'"
-            if not whole:
+            if whole:
+                where += f" AND listing_coding IS DISTINCT FROM '{LISTING_CODING}'"
+            else:
                 out.clear()
-            slow = con.execute(newest_rows_sql(files, store, columns, unique=unique, where=where))
-        else:
-            slow = con.execute(newest_rows_sql(files, store, columns, unique=unique))
-        rows = slow.fetchall()
+        query = newest_rows_sql(files, store, columns, unique=unique, where=where)
+        rows = con.execute(query).fetchall()
     except Exception:
         # A damaged part makes the index useless, never the listing wrong: read the objects.
         return None
