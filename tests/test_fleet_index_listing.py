@@ -124,9 +124,14 @@ def _golden_cases() -> list[dict[str, Any]]:
 
 
 def _listing_of(case: dict[str, Any]) -> str:
+    # A case's "stop" gives the stop columns a tail scan would give, where they differ from
+    # those of a tail that ends at its terminal (or has no stop point).
+    stop = {"found": case["terminal"] is not None, **case.get("stop", {})}
     row = IndexRow(
-        case["path"], 1234, "v1", case["head"], case["checkpoint"], case["terminal"], None,
-        0, 0, 4096, False, case["terminal"] is not None, False,
+        case["path"], 1234, "v1", case["head"], case["checkpoint"], case["terminal"],
+        stop.get("earlier_terminal"), stop.get("records_after", 0), 0,
+        stop.get("bytes_scanned", 4096), stop.get("exhausted", False), stop["found"],
+        stop.get("killed", False),
     )  # fmt: skip
     return listing_text(row.path, row.size, row.version, row.entry(ObjectURL(f"s3://{row.path}")))
 

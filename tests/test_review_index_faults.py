@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from ledger import StopKind
+from replay.eligibility import Tier
 from replay.fleet import build_index
+from replay.fleet._listed import decode_listing
 from replay.fleet._rows import COLUMNS
+from replay.session_entry import SessionFlag
 from rollout_files import RolloutBuilder, conversation
+from test_fleet_index_listing import GOLDEN
 from test_review_listing import _bump, _replace, _rows, _same, _varied
 
 
@@ -88,3 +94,33 @@ def test_a_null_in_any_column_never_breaks_the_listing_or_the_next_index_run(
     build_index(url)
     assert build_index(url).indexed == 0
     assert _same(url).from_index == len(columns)
+
+
+def test_the_pinned_listings_reach_every_rule_a_kept_entry_holds() -> None:
+    """The listings that say when to bump the coding cover every tier, every stop kind (and a
+    legacy and an unknown one), a kill with and without records after it, a resume after a
+    terminal, an exhausted scan, a cut and an escaped name token, a fork, and every flag an
+    indexed object can carry: a rule changed anywhere changes one of them."""
+    listed = [decode_listing(c["listing"]) for c in json.loads(GOLDEN.read_text())["cases"]]
+    names = [n for _, _, _, n, *_ in listed if n is not None]
+    metas = [m for *_, m, _, _, _, _ in listed if m is not None]
+    stops = [s for *_, s, _, _, _ in listed]
+    eligibility = [e for *_, e, _, _ in listed]
+    flags = {f for *_, fs, _ in listed for f in fs}
+    assert {e.tier for e in eligibility} == set(Tier)
+    kinds = {s.terminal.stop_kind for s in stops if s.terminal is not None}
+    assert kinds > {*StopKind, None}
+    killed = [s.records_after for s in stops if s.found and s.terminal is None]
+    assert 0 in killed
+    assert any(killed)
+    assert any(s.earlier_terminal is not None for s in stops)
+    assert any(s.exhausted and not s.found for s in stops)
+    assert any(n.session_id is None for n in names)
+    assert any(n.session_token != n.session_id and n.session_id for n in names)
+    assert any(m.fork is not None and m.extra is not msgspec.UNSET for m in metas)
+    assert flags >= {
+        SessionFlag.NAME_UNPARSEABLE,
+        SessionFlag.NAME_MISMATCH,
+        SessionFlag.HEAD_DAMAGED,
+        SessionFlag.CHILD_WITHOUT_COORDINATES,
+    }
