@@ -15,6 +15,7 @@ from replay.fleet import build_index
 from replay.fleet._listed import decode_listing
 from replay.fleet._rows import COLUMNS
 from replay.session_entry import SessionFlag
+from review_fleet import odd_fleet
 from rollout_files import RolloutBuilder, conversation
 from test_fleet_index_listing import GOLDEN
 from test_review_listing import _bump, _replace, _rows, _same, _varied
@@ -124,3 +125,18 @@ def test_the_pinned_listings_reach_every_rule_a_kept_entry_holds() -> None:
         SessionFlag.HEAD_DAMAGED,
         SessionFlag.CHILD_WITHOUT_COORDINATES,
     }
+
+
+def test_a_head_that_is_not_utf8_is_never_rebuilt_from_its_column(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The head column holds the first line with U+FFFD for each byte that is not UTF-8, which
+    the rules would read as another head: listed from the columns (another coding), such a row
+    is not believed and the object is read, while its kept entry is exact."""
+    odd_fleet(tmp_path / "fleet")
+    url = "file://" + str(tmp_path / "fleet")
+    build_index(url)
+    assert _same(url).from_index == 34
+    _bump(monkeypatch, "entry-review")
+    listed = _same(url)
+    assert (listed.from_index, listed.read) == (33, 1)

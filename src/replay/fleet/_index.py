@@ -127,13 +127,15 @@ def _stop_facts(row: IndexRow) -> StopFacts:
 
 _LISTING_COLUMNS: Final = IndexRow._fields[:-1]
 _CODED: Final = f"listing_coding = '{LISTING_CODING}'"
-# A row is rebuilt from its columns only when every value the rules need is there (the stop
-# records' texts are NULL when there is none): a NULL elsewhere, from a damaged or foreign
-# part, would give an entry the object does not give, or describe no object at all.
+# A row is rebuilt from its columns only when every value the rules need is there (a stop
+# record's text is NULL when there is none): a NULL elsewhere (a damaged or foreign part), or
+# a head holding U+FFFD for bytes that were not UTF-8, would give another entry than the file.
+_NULLABLE: Final = ("stop_checkpoint", "stop_terminal", "stop_earlier_terminal")
 _REBUILDABLE: Final = " AND ".join(
-    f"{c} IS NOT NULL"
-    for c in _LISTING_COLUMNS
-    if c not in ("stop_checkpoint", "stop_terminal", "stop_earlier_terminal")
+    [
+        *(f"{c} IS NOT NULL" for c in _LISTING_COLUMNS if c not in _NULLABLE),
+        "NOT contains(head, chr(65533))",
+    ]
 )
 
 
