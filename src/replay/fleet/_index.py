@@ -273,39 +273,14 @@ def _decode_rows(store: Store, texts: list[tuple[Any]], out: dict[str, IndexRow]
     url_of, make, decode = store.url_of, tuple.__new__, decode_listing
     for (text,) in texts:
         try:
-            (
-                path,
-                size,
-                version,
-                name,
-                sid,
-                agent,
-                started,
-                parent,
-                delegation,
-                meta,
-                stop,
-                elig,
-                flags,
-                notes,
-            ) = decode(text)
+            (path, size, version, name, sid, agent, started, parent, delegation, meta, stop,
+             elig, flags, notes) = decode(text)  # fmt: skip
         except LISTING_ERRORS:
             return False
         entry = SessionEntry(
-            url_of(path),
-            name,
-            sid,
-            agent,
-            started,
-            parent,
-            delegation,
-            size,
-            meta,
-            stop,
-            elig,
-            flags,
-            notes,
-        )
+            url_of(path), name, sid, agent, started, parent, delegation, size, meta, stop, elig,
+            flags, notes,
+        )  # fmt: skip
         # IndexRow without its checks, its head and stop columns left out (not fetched).
         out[path] = make(IndexRow, (path, size, version, *_UNFETCHED, entry))
     return True
