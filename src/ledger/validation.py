@@ -246,10 +246,32 @@ def _spec(cls: type) -> _Spec:
     return spec
 
 
-class Checked(msgspec.StructMeta):
-    """The metaclass of the public value types: constructing one checks every field."""
+def _rebuild(cls: type, fields: dict[str, Any]) -> Any:
+    # What a copy or a pickle gives back: the value it was taken from, built without the
+    # construction checks, which a value decoded from a file need not pass (a time another
+    # writer gave with an offset is read as written, and must copy as it was read).
+    return msgspec.StructMeta.__call__(cls, **fields)
 
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - a metaclass method
+
+def _reduce(self: msgspec.Struct) -> tuple[Any, ...]:
+    return _rebuild, (type(self), msgspec.structs.asdict(self))
+
+
+class Checked(msgspec.StructMeta):
+    """The metaclass of the public value types: constructing one checks every field; a copy
+    of one (deep, or by pickling) gives back the value it was taken from, unchecked."""
+
+    def __new__(
+        mcls,
+        name: str,
+        bases: tuple[type, ...],
+        namespace: dict[str, Any],
+        **kwargs: Any,
+    ) -> Checked:
+        namespace.setdefault("__reduce__", _reduce)
+        return super().__new__(mcls, name, bases, namespace, **kwargs)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         spec, required = _specs.get(cls) or _spec(cls)
         if args:
             # Keyword-only (SPEC section 4): a positional value would silently meet a keyword for

@@ -14,7 +14,14 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Final
 
-__all__ = ["UNSAFE_CATEGORIES", "escape_char", "json_visible", "short_time", "visible"]
+__all__ = [
+    "UNSAFE_CATEGORIES",
+    "escape_char",
+    "in_utc",
+    "json_visible",
+    "short_time",
+    "visible",
+]
 
 UNSAFE_CATEGORIES: Final = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 """The Unicode categories never shown raw."""
@@ -59,8 +66,22 @@ def json_visible(json_text: str) -> str:
     return "".join(out)
 
 
+def in_utc(when: datetime) -> datetime:
+    """The same instant in UTC, or ``when`` as given where the calendar has no UTC time for it
+    (a time of year 1 east of Greenwich, of year 9999 west of it, which another writer may
+    have written and the reader accepts)."""
+    try:
+        return when.astimezone(UTC)
+    except OverflowError:
+        return when
+
+
 def short_time(when: datetime | None) -> str:
-    """A UTC time as ``YYYY-MM-DD HH:MM:SS`` (``-`` when unknown)."""
+    """A time as ``YYYY-MM-DD HH:MM:SS`` in UTC (``-`` when unknown), with its own offset after
+    it when UTC cannot hold it."""
     if when is None:
         return "-"
-    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    utc = in_utc(when)
+    if utc is when and when.utcoffset():
+        return when.isoformat(" ", "seconds")
+    return utc.replace(tzinfo=None).isoformat(" ", "seconds")

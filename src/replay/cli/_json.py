@@ -10,7 +10,7 @@ consumer can decode them with the same schema.
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -18,6 +18,7 @@ import msgspec
 from ledger.damage import Degradation
 from ledger.messages import Message
 from replay.cli._render import json_safe
+from replay.display import in_utc
 
 if TYPE_CHECKING:
     from ledger.lineage import Inherited
@@ -54,10 +55,11 @@ _encoder = msgspec.json.Encoder(order="deterministic", enc_hook=_enc_hook)
 
 
 def time_json(when: datetime | None) -> str | None:
-    """A time as ISO 8601 UTC with a ``Z``, or ``None``."""
+    """A time as ISO 8601 UTC with a ``Z`` (with its own offset when UTC cannot hold it), or
+    ``None``."""
     if when is None:
         return None
-    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return in_utc(when).isoformat().replace("+00:00", "Z")
 
 
 def degradation_json(d: Degradation) -> dict[str, Any]:

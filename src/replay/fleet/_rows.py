@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
 import msgspec
@@ -22,6 +22,7 @@ from ledger.messages import Message, Role
 from ledger.reader import rebuild_stream
 from ledger.records import AgentCheckpoint, Terminal
 from ledger.reducer import Entry
+from replay.display import in_utc
 from replay.fleet._listed import LISTING_CODING, listing_text
 from replay.fleet._objects import HEAD_BYTES, open_object
 from replay.fleet._store import ObjectInfo, Store, storage_options
@@ -148,7 +149,7 @@ def row_of(
         "version": info.version,
         "indexed_at": now,
         "deleted": False,
-        "day": started.astimezone(UTC).date() if started is not None else None,
+        "day": in_utc(started).date() if started is not None else None,
         "session_id": entry.session_id,
         "agent_name": entry.agent_name,
         "started_at": started,
