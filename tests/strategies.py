@@ -1577,3 +1577,21 @@ dumps_values = st.recursive(
 _alike = st.sampled_from([1, 1.0, True, 0, False, 0.0, -0.0, None, "1", [1], [True], {"a": 1}])
 _alike_objects = st.dictionaries(st.sampled_from(["a", "b", "c"]), _alike, max_size=3)
 residue_pairs = st.tuples(_alike_objects, _alike_objects)
+
+# --- review: copies, and times another writer gave with an offset (ADR 0160) -------------------
+
+_calendar_ends = st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(1, 1, 2)) | (
+    st.datetimes(
+        min_value=datetime(9999, 12, 30), max_value=datetime(9999, 12, 31, 23, 59, 59, 999999)
+    )
+)
+calendar_times = st.one_of(
+    st.datetimes(
+        min_value=datetime(1, 1, 1),
+        max_value=datetime(9999, 12, 31, 23, 59, 59, 999999),
+        timezones=st.just(UTC) | fixed_offsets,
+    ),
+    st.builds(lambda t, tz: t.replace(tzinfo=tz), _calendar_ends, fixed_offsets),
+)
+"""Aware times over the whole calendar with any offset the format takes, those UTC cannot hold
+(year 1 east of Greenwich, year 9999 west of it) drawn often."""

@@ -89,7 +89,7 @@ def show(session: str, raw: bool, full: bool) -> None:
 
 
 def _show_raw(path: Location) -> None:
-    from ledger.codec import encode_record
+    from ledger.codec import encode_lines
     from ledger.damage import Degradation
     from ledger.reader import iter_entries
     from ledger.records import UnknownRecord
@@ -100,7 +100,11 @@ def _show_raw(path: Location) -> None:
             if isinstance(entry, Degradation):
                 click.echo(terminal_safe(f"rollout show: {path.name}: {entry}"), err=True)
             else:
-                line = entry.raw if isinstance(entry, UnknownRecord) else encode_record(entry)
+                # As read: encode_record would refuse a time another writer gave with an
+                # offset, which the reader accepts (ADR 0160).
+                line = (
+                    entry.raw if isinstance(entry, UnknownRecord) else encode_lines((entry,))[:-1]
+                )
                 stdout.write(json_safe(line.decode()).encode() + b"\n")
     stdout.flush()
 
