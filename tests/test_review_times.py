@@ -19,7 +19,9 @@ from ledger.naming import RolloutNameError, parse_rollout_filename, rollout_file
 from ledger.records import SessionMeta
 from replay import list_sessions, read_replay
 from replay.cli import cli
+from replay.cli._errors import CliError
 from replay.cli._json import time_json
+from replay.cli._paths import parse_since
 from replay.display import short_time
 from strategies import calendar_times
 
@@ -143,6 +145,39 @@ def test_since_filters_by_the_instant(root: Path) -> None:
     assert since == ["e9", "y9", "m1"]
     hits = _ok(_run("--root", r, "grep", "rome", "--since", "0001-01-02"))
     assert {line.split(":")[0] for line in hits.splitlines()} == {"e9", "y9", "m1", "ok"}
+
+
+@pytest.mark.parametrize("since", ["0001-01-01T00:00:00+02:00", "9999-12-31T23:30:00-02:00"])
+def test_since_at_a_time_utc_cannot_hold_says_why(root: Path, since: str) -> None:
+    """`--since` at a time UTC has none (year 1 east of Greenwich, year 9999 west of it) is a
+    usage error (ADR 0044) that says so, not one that says to go back at most to the year 1."""
+    for command in ("ls", "grep"):
+        args = ("--root", str(root), command, *(["rome"] if command == "grep" else []))
+        result = _run(*args, "--since", since)
+        assert result.exit_code == 2, result.output
+        assert "UTC has no time for it" in result.output
+        assert "go back" not in result.output
+
+
+def test_since_still_refuses_what_is_out_of_range(tmp_path: Path) -> None:
+    """A duration that goes back past the year 1 is still a usage error that says so."""
+    result = _run("--root", str(tmp_path), "ls", "--since", "1000000d")
+    assert result.exit_code == 2
+    assert "go back at most to the year 1" in result.output
+
+
+@given(when=calendar_times)
+def test_since_gives_the_instant_it_was_given(when: datetime) -> None:
+    """Any aware time of the calendar, in ISO 8601, is the instant `--since` filters by, or a
+    usage error where UTC has no time for it."""
+    try:
+        utc = when.astimezone(UTC)
+    except OverflowError:
+        with pytest.raises(CliError, match="UTC has no time for it") as info:
+            parse_since(when.isoformat())
+        assert info.value.exit_code == 2
+    else:
+        assert parse_since(when.isoformat()) == utc
 
 
 def test_history_commands_take_every_session(root: Path) -> None:

@@ -183,6 +183,12 @@ def parse_since(value: str, now: datetime | None = None) -> datetime:
         when = datetime.fromisoformat(text)
         return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
     except OverflowError:
+        if m is None:  # a time the calendar holds, with an offset that takes it out in UTC
+            raise CliError(
+                f"--since {value!r} is out of range: UTC has no time for it (UTC runs from "
+                "the year 1 to the year 9999); give a time inside that range",
+                EXIT_USAGE,
+            ) from None
         raise CliError(
             f"--since {value!r} is out of range: go back at most to the year 1", EXIT_USAGE
         ) from None
