@@ -23,6 +23,7 @@ from replay.cli._errors import CliError
 from replay.cli._json import time_json
 from replay.cli._paths import parse_since
 from replay.display import short_time
+from replay.fleet._ship import remote_key
 from strategies import calendar_times
 
 # Every record of each session carries its time (``ts`` and ``started_at``): at both ends of
@@ -251,6 +252,37 @@ def test_ship_index_and_sql_take_every_session(root: Path, tmp_path: Path) -> No
         "m1": "2026-12-02",
         "ok": "2026-12-02",
     }
+
+
+@pytest.mark.parametrize(
+    ("started", "day"),
+    [
+        (datetime(1, 1, 1, tzinfo=UTC), "0001-01-01"),
+        (datetime(500, 7, 4, 12, tzinfo=UTC), "0500-07-04"),
+        (datetime(999, 12, 31, 23, 59, 59, tzinfo=UTC), "0999-12-31"),
+        (datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC), "9999-12-31"),
+    ],
+)
+def test_ship_keys_a_session_of_any_year_by_its_four_digit_day(started: datetime, day: str) -> None:
+    """A session started before the year 1000 ships to ``URL/0500-07-04/`` like the file name
+    and the index's day say, not to ``URL/500-07-04/`` (strftime's %Y does not pad the year on
+    every platform, so the key depended on the machine that shipped)."""
+    name = rollout_filename(started, "s")
+    assert remote_key(name) == f"{day}/{name}"
+
+
+def test_ship_puts_an_old_session_under_its_four_digit_day(tmp_path: Path) -> None:
+    """`rollout ship` of a session of the year 500 writes ``URL/0500-01-01/<name>``."""
+    base = tmp_path / "root"
+    base.mkdir()
+    line = (
+        '{"type":"session_meta","seq":1,"ts":"0500-01-01T00:00:00Z","format_version":2,'
+        '"session_id":"old","started_at":"0500-01-01T00:00:00Z"}\n'
+    )
+    (base / "0500-01-01_00-00-00_old.jsonl").write_text(line)
+    fleet = tmp_path / "fleet"
+    _ok(_run("--root", str(base), "ship", "--include-unsealed", "--to", fleet.as_uri()))
+    assert (fleet / "0500-01-01" / "0500-01-01_00-00-00_old.jsonl").read_text() == line
 
 
 @pytest.mark.parametrize("when", list(TIMES.values())[:4])

@@ -93,7 +93,9 @@ def remote_key(name: str) -> str:
     Raises :class:`ledger.RolloutNameError` for a name the naming rule does not parse.
     """
     parsed = parse_rollout_filename(name)
-    return f"{parsed.started_at:%Y-%m-%d}/{name}"
+    # Not strftime: its %Y does not pad a year below 1000 to four digits on every platform,
+    # and the key must not depend on the machine that ships.
+    return f"{parsed.started_at.date().isoformat()}/{name}"
 
 
 @attrs.define
