@@ -45,6 +45,7 @@ from ledger import (
     encode_line,
     raw_json,
 )
+from ledger.codec import decode_record, encode_lines
 from ledger.records import FORMAT_VERSION, RECORD_TYPES
 from ledger.reducer import Entry
 
@@ -1595,3 +1596,22 @@ calendar_times = st.one_of(
 )
 """Aware times over the whole calendar with any offset the format takes, those UTC cannot hold
 (year 1 east of Greenwich, year 9999 west of it) drawn often."""
+
+
+def _as_read(record: Record, ts: datetime, started_at: datetime) -> Record | UnknownRecord:
+    # What the reader gives for the record another writer wrote with these times: encoded
+    # without the writer's UTC check, then decoded.
+    changes: dict[str, Any] = {"ts": ts}
+    if isinstance(record, SessionMeta):
+        changes["started_at"] = started_at
+    return decode_record(encode_lines((msgspec.structs.replace(record, **changes),)))
+
+
+read_records = st.builds(_as_read, records, calendar_times, calendar_times)
+"""Records of every registered type as read from another writer's file, their times with any
+offset, at the ends of the calendar too."""
+
+
+def valid_values(cls: type) -> st.SearchStrategy[Any]:
+    """Values of the public value type ``cls``, constructed (and so checked) from valid fields."""
+    return st.fixed_dictionaries(VALID_FIELDS[cls]).map(lambda kw: cls(**kw))

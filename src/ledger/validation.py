@@ -257,9 +257,26 @@ def _reduce(self: msgspec.Struct) -> tuple[Any, ...]:
     return _rebuild, (type(self), msgspec.structs.asdict(self))
 
 
+def _replace(self: msgspec.Struct, /, **changes: Any) -> Any:
+    # copy.replace (Python 3.13): the fields given are the caller's and are checked as
+    # constructing checks them; the others are kept as they are, as a copy keeps them.
+    cls = type(self)
+    spec, _ = _specs.get(cls) or _spec(cls)
+    for name, value in changes.items():
+        found = spec.get(name)
+        if found is None:
+            raise TypeError(
+                f"{cls.__name__}() has no field {name!r}; its fields are {', '.join(spec)}"
+            )
+        check, where = found
+        changes[name] = check(value, where)
+    return _rebuild(cls, {**msgspec.structs.asdict(self), **changes})
+
+
 class Checked(msgspec.StructMeta):
     """The metaclass of the public value types: constructing one checks every field; a copy
-    of one (deep, or by pickling) gives back the value it was taken from, unchecked."""
+    of one (deep, or by pickling) gives back the value it was taken from, unchecked; a copy
+    with changes (``copy.replace``) checks the fields it changes."""
 
     def __new__(
         mcls,
@@ -269,6 +286,7 @@ class Checked(msgspec.StructMeta):
         **kwargs: Any,
     ) -> Checked:
         namespace.setdefault("__reduce__", _reduce)
+        namespace.setdefault("__replace__", _replace)
         return super().__new__(mcls, name, bases, namespace, **kwargs)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
