@@ -13,6 +13,8 @@ from typing import Any, Final
 
 import msgspec
 
+from ledger.error_copies import CopiedAsRaised
+
 __all__ = [
     "MISSING",
     "Check",
@@ -26,11 +28,23 @@ __all__ = [
     "check_utc",
 ]
 
-MISSING: Final = object()
+
+class _Missing:
+    """The type of :data:`MISSING`: one value, which stays itself when pickled or copied (an
+    error that carries it crosses a process boundary as raised, ADR 0161)."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __reduce__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Final = _Missing()
 """What :attr:`InvalidFieldError.given` is when a required field was not given."""
 
 
-class InvalidFieldError(TypeError, ValueError):
+class InvalidFieldError(CopiedAsRaised, TypeError, ValueError):
     """A value of the wrong type or form was given to a field of a public value type.
 
     ``where`` is the field's path (``Message.tool_calls[0]``), ``given`` the value given,

@@ -7,6 +7,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Final
 
+from ledger.error_copies import CopiedAsRaised
+
 __all__ = [
     "DEFAULT_DURABILITY",
     "Durability",
@@ -39,7 +41,7 @@ class Durability(Enum):
 DEFAULT_DURABILITY: Final = Durability.DRAIN
 
 
-class WriterError(Exception):
+class WriterError(CopiedAsRaised, Exception):
     """Base of the errors a :class:`RolloutWriter` raises; ``path`` names the rollout."""
 
     def __init__(self, message: str, path: str | os.PathLike[str] | None = None) -> None:

@@ -15,6 +15,7 @@ import os
 import stat
 from typing import BinaryIO, Final
 
+from ledger.error_copies import CopiedAsRaised
 from replay._location import is_url
 
 __all__ = ["NotARegularFileError", "open_rollout", "open_rollout_fd"]
@@ -31,7 +32,7 @@ _FLAGS: Final = (
 _SPECIAL_OPEN_ERRORS: Final = frozenset({errno.ENXIO, errno.EISDIR, errno.EOPNOTSUPP})
 
 
-class NotARegularFileError(OSError):
+class NotARegularFileError(CopiedAsRaised, OSError):
     """The path names a FIFO, a device, a directory or a socket: a rollout is a regular file."""
 
     def __init__(self, path: str | os.PathLike[str], what: str) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
+from ledger.error_copies import CopiedAsRaised
 from ledger.naming import RolloutNameError, parse_rollout_filename, session_token
 from replay._location import Location, location
 from replay.sessions import WalkError, iter_rollout_paths
@@ -29,7 +30,7 @@ __all__ = [
 _MAX_LISTED: Final = 5
 
 
-class SessionLookupError(LookupError):
+class SessionLookupError(CopiedAsRaised, LookupError):
     """No single rollout answers a session id or prefix; the message says why and what to do."""
 
     def __init__(self, message: str, *, root: Location, query: str) -> None:

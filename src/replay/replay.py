@@ -16,6 +16,7 @@ import attrs
 
 from ledger.damage import Degradation, DegradationKind
 from ledger.digest import checkpoint_digest, message_items
+from ledger.error_copies import CopiedAsRaised
 from ledger.history import Abandoned
 from ledger.lineage import Inherited
 from ledger.messages import Message
@@ -129,7 +130,7 @@ class Replay:
         return self.meta.session_id if self.meta is not None else None
 
 
-class ReplayTooLarge(Exception):  # noqa: N818 - the public name is fixed by the specification
+class ReplayTooLarge(CopiedAsRaised, Exception):  # noqa: N818 - the public name is fixed by the specification
     """The replayed conversation is over the token budget; ``.replay`` is the complete replay.
 
     Write a hand-off report from it (:func:`replay.handoff_report`) rather than reading the

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from ledger.error_copies import CopiedAsRaised
+
 __all__ = ["ProviderError"]
 
 
-class ProviderError(ValueError):
+class ProviderError(CopiedAsRaised, ValueError):
     """A provider payload that does not have the provider's documented shape.
 
     ``path`` is the JSON path of the fault inside the payload (``messages[3].content[1]

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 import attrs
 
+from ledger.error_copies import CopiedAsRaised
 from replay._location import ObjectURL, split_url
 
 __all__ = [
@@ -41,7 +42,7 @@ _SUFFIX: Final = ".jsonl"
 _LISTING_CACHED: Final = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss"})
 
 
-class StoreError(OSError):
+class StoreError(CopiedAsRaised, OSError):
     """An object store refused or failed an operation; the message says which and what to do."""
 
     def __init__(self, url: str, message: str, *, code: int = errno.EIO) -> None:
