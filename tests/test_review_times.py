@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 from hypothesis import given
 
-from ledger import Message, RolloutWriter, StopKind, ToolCall
+from ledger import Event, Message, MetaUpdate, RolloutWriter, StopKind, ToolCall, Turn, Usage
 from ledger.codec import decode_record, encode_lines
 from ledger.naming import RolloutNameError, parse_rollout_filename, rollout_filename
 from ledger.records import SessionMeta
@@ -53,8 +53,13 @@ def _ok(result: Result) -> str:
 def _session(directory: Path, sid: str, when: str) -> Path:
     """A paused session whose every record has the time ``when`` (the file another writer
     would leave), named as this library names the template it is made from."""
+    epoch = datetime(2000, 1, 1, tzinfo=UTC)  # the writer stamps its own seq and ts
     with RolloutWriter.create(directory / "tmp", session_id=sid, agent_name="coder") as w:
+        w.note(Turn(seq=1, ts=epoch, boundary="start", turn_id="t1"))
+        w.note(MetaUpdate(seq=1, ts=epoch, title="a title"))
         w.append(Message(role="user", content="hello rome"))
+        w.note(Usage(seq=1, ts=epoch, response_id="r1", input_tokens=7, output_tokens=3))
+        w.note(Event(seq=1, ts=epoch, kind="interrupt", reason="a pause"))
         w.append(
             Message(
                 role="assistant",
@@ -113,7 +118,8 @@ def test_every_reading_command_takes_every_session(root: Path) -> None:
     assert "2026-12-02 15:01:00" in table  # -00:01 is a minute later in UTC
     tree = json.loads(_ok(_run("--root", r, "tree", "--json")))
     assert {n["session_id"] for n in tree["roots"]} == set(TIMES)
-    _ok(_run("--root", r, "tree", "--usage"))
+    usage = _ok(_run("--root", r, "tree", "--usage"))
+    assert usage.count("7 in / 3 out tokens") == len(TIMES)
     verified = json.loads(_ok(_run("--root", r, "verify", "--all", "--json")))
     assert {s["session_id"]: s["status"] for s in verified["sessions"]} == dict.fromkeys(
         TIMES, "ok"
