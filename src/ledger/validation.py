@@ -262,15 +262,20 @@ def _replace(self: msgspec.Struct, /, **changes: Any) -> Any:
     # constructing checks them; the others are kept as they are, as a copy keeps them.
     cls = type(self)
     spec, _ = _specs.get(cls) or _spec(cls)
-    for name, value in changes.items():
+    _check_fields(cls, spec, changes)
+    return _rebuild(cls, {**msgspec.structs.asdict(self), **changes})
+
+
+def _check_fields(cls: type, spec: dict[str, tuple[Check, str]], fields: dict[str, Any]) -> None:
+    """Check (and normalise in place) each field given, as constructing does."""
+    for name, value in fields.items():
         found = spec.get(name)
         if found is None:
             raise TypeError(
                 f"{cls.__name__}() has no field {name!r}; its fields are {', '.join(spec)}"
             )
         check, where = found
-        changes[name] = check(value, where)
-    return _rebuild(cls, {**msgspec.structs.asdict(self), **changes})
+        fields[name] = check(value, where)
 
 
 class Checked(msgspec.StructMeta):
@@ -302,12 +307,5 @@ class Checked(msgspec.StructMeta):
             for name, expected in required.items():
                 if name not in kwargs:
                     raise InvalidFieldError(f"{cls.__name__}.{name}", MISSING, expected)
-        for name, value in kwargs.items():
-            found = spec.get(name)
-            if found is None:
-                raise TypeError(
-                    f"{cls.__name__}() has no field {name!r}; its fields are {', '.join(spec)}"
-                )
-            check, where = found
-            kwargs[name] = check(value, where)
+        _check_fields(cls, spec, kwargs)
         return super().__call__(**kwargs)
