@@ -82,8 +82,10 @@ class Value(
     omit_defaults=True,
 ):
     """The base of the immutable value types: checked when constructed (ADR 0017), unknown
-    fields reported when decoded (ADR 0018), hashable, without the cycle collector (they hold
-    only strings, numbers and tuples of other values)."""
+    fields reported when decoded (ADR 0018), without the cycle collector (they hold only
+    strings, numbers, verbatim JSON and tuples of other values). Hashable, except a value that
+    holds verbatim JSON (an ``extra``, an opaque part's ``data``): ``msgspec.Raw`` has no
+    hash."""
 
 
 class Origin(Value, frozen=True, kw_only=True):
