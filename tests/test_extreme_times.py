@@ -77,3 +77,19 @@ def test_the_index_takes_them_and_lists_them_exactly(root: Path) -> None:
         ["y1", "0001-01-01"],
         ["y9", "9999-12-31"],
     ]
+
+
+def test_the_listing_orders_times_a_microsecond_apart_far_ahead(tmp_path: Path) -> None:
+    """Two sessions of the year 9000 a microsecond apart list in time order, not by name
+    (a float timestamp can no longer tell them apart)."""
+    from replay import list_sessions
+
+    for sid, started in (
+        ("a-later", "9000-01-01T00:00:00.000001Z"),
+        ("b-earlier", "9000-01-01T00:00:00Z"),
+    ):
+        (tmp_path / f"9000-01-01_00-00-00_{sid}.jsonl").write_text(
+            '{"type":"session_meta","seq":1,"ts":"2026-12-02T09:30:00Z","format_version":2,'
+            f'"session_id":"{sid}","started_at":"{started}"}}\n'
+        )
+    assert [e.session_id for e in list_sessions(tmp_path)] == ["b-earlier", "a-later"]

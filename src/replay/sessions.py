@@ -16,6 +16,7 @@ import os
 import stat
 from collections import Counter
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
@@ -138,9 +139,14 @@ def _check_root(root: str | os.PathLike[str]) -> None:
         )
 
 
-def _order(e: SessionEntry) -> tuple[float, str]:
-    # Strings, not Paths: Path comparisons cost a quarter of listing 10,000 sessions.
-    return (e.started_at.timestamp() if e.started_at is not None else float("-inf"), str(e.path))
+def _order(e: SessionEntry) -> tuple[bool, datetime, str]:
+    # Strings, not Paths: Path comparisons cost a quarter of listing 10,000 sessions. Times
+    # compared as times: a float timestamp ties two a microsecond apart from about 2242 on.
+    started = e.started_at
+    return (started is not None, started or _EARLIEST, str(e.path))
+
+
+_EARLIEST: Final = datetime.min.replace(tzinfo=UTC)
 
 
 def _flag(e: SessionEntry, flag: SessionFlag, note: str) -> SessionEntry:
