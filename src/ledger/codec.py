@@ -28,6 +28,7 @@ __all__ = [
     "decode_record_reporting",
     "encode_line",
     "encode_lines",
+    "encode_read_record",
     "encode_record",
     "join_message",
     "message_records",
@@ -68,8 +69,15 @@ def encode_line(record: Record) -> bytes:
 
 def encode_lines(records: Sequence[Record]) -> bytes:
     """Encode records read from a file as rollout lines in one call: what :func:`encode_line`
-    gives for each, joined (their times were checked when they were decoded)."""
+    gives for each, joined. Their times are not checked: a record read keeps a time another
+    writer gave with an offset, which the reader accepts and a writer may not write."""
     return _encoder.encode_lines(records)
+
+
+def encode_read_record(record: Record) -> bytes:
+    """Encode one record read from a file as canonical JSON bytes, without the line end: what
+    :func:`encode_record` gives, times kept as read (see :func:`encode_lines`)."""
+    return _encoder.encode(record)
 
 
 def _check_utc(record: Record) -> None:

@@ -82,6 +82,6 @@ def short_time(when: datetime | None) -> str:
     if when is None:
         return "-"
     utc = in_utc(when)
-    if utc is when and when.utcoffset():
-        return when.isoformat(" ", "seconds")
+    if utc.utcoffset():  # UTC has no time for it: shown as given, offset included
+        return utc.isoformat(" ", "seconds")
     return utc.replace(tzinfo=None).isoformat(" ", "seconds")

@@ -139,14 +139,14 @@ def _check_root(root: str | os.PathLike[str]) -> None:
         )
 
 
+_EARLIEST: Final = datetime.min.replace(tzinfo=UTC)
+
+
 def _order(e: SessionEntry) -> tuple[bool, datetime, str]:
     # Strings, not Paths: Path comparisons cost a quarter of listing 10,000 sessions. Times
     # compared as times: a float timestamp ties two a microsecond apart from about 2242 on.
     started = e.started_at
     return (started is not None, started or _EARLIEST, str(e.path))
-
-
-_EARLIEST: Final = datetime.min.replace(tzinfo=UTC)
 
 
 def _flag(e: SessionEntry, flag: SessionFlag, note: str) -> SessionEntry:

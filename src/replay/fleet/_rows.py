@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ledger.codec import encode_lines
+from ledger.codec import encode_read_record
 from ledger.messages import Message, Role
 from ledger.reader import rebuild_stream
 from ledger.records import AgentCheckpoint, Terminal
@@ -122,9 +122,7 @@ def _usage(m: Message) -> tuple[int, int] | None:
 
 
 def _text(record: AgentCheckpoint | Terminal | None) -> str | None:
-    # The record as read, in the codec's form: encode_record would refuse a time another
-    # writer gave with an offset, which the reader accepts and the listing keeps.
-    return None if record is None else encode_lines((record,))[:-1].decode()
+    return None if record is None else encode_read_record(record).decode()
 
 
 def row_of(

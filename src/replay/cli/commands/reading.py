@@ -89,7 +89,7 @@ def show(session: str, raw: bool, full: bool) -> None:
 
 
 def _show_raw(path: Location) -> None:
-    from ledger.codec import encode_lines
+    from ledger.codec import encode_read_record
     from ledger.damage import Degradation
     from ledger.reader import iter_entries
     from ledger.records import UnknownRecord
@@ -100,11 +100,7 @@ def _show_raw(path: Location) -> None:
             if isinstance(entry, Degradation):
                 click.echo(terminal_safe(f"rollout show: {path.name}: {entry}"), err=True)
             else:
-                # As read: encode_record would refuse a time another writer gave with an
-                # offset, which the reader accepts (ADR 0160).
-                line = (
-                    entry.raw if isinstance(entry, UnknownRecord) else encode_lines((entry,))[:-1]
-                )
+                line = entry.raw if isinstance(entry, UnknownRecord) else encode_read_record(entry)
                 stdout.write(json_safe(line.decode()).encode() + b"\n")
     stdout.flush()
 
