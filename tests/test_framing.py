@@ -40,9 +40,9 @@ def forward_lines(data: bytes, *, chunk: int, max_line: int) -> list[Line]:
     ):
         assert pos is None or piece.offset == pos, "a piece must start where the last ended"
         if isinstance(piece, LineBlock):
-            assert piece.data.endswith(b"\n")
+            assert piece.lines.endswith(b"\n")
             at = piece.offset
-            for line in piece.data.split(b"\n")[:-1]:
+            for line in piece.lines.split(b"\n")[:-1]:
                 out.append((at, at + len(line), line))
                 at += len(line) + 1
             pos = at

@@ -380,3 +380,18 @@ def test_a_damaged_compacted_line_falls_back_to_the_full_fold(tmp_path: Path) ->
     window = rebuild(path, from_last_compaction=True)
     assert window == rebuild(path)
     assert window.window_start_line is None
+
+
+@pytest.mark.parametrize("chunk_bytes", [64, 100, 256, 1 << 20])
+def test_lines_across_chunks_are_decoded_as_blocks_in_place(chunk_bytes: int) -> None:
+    """Wherever the chunks fall, every conversation item is cut from the bytes as read (a view,
+    never a copy of the lines, never the line-by-line path), and the lines are all there."""
+    data = b"".join(LINES * 40)
+    seen = 0
+    for line, entries, items in iter_batches(io.BytesIO(data), chunk_bytes=chunk_bytes):
+        assert items is not None, line
+        for entry, item in zip(entries, items, strict=True):
+            seen += 1
+            if not isinstance(entry, SessionMeta):
+                assert type(item) is memoryview, (line, entry)
+    assert seen == len(LINES) * 40

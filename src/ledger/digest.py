@@ -154,10 +154,12 @@ def record_item(record: object, line: bytes | None = None) -> bytes | None:
     return None
 
 
-def block_items(block: bytes, records: Sequence[object]) -> list[Item | None] | None:
-    """The item of each record decoded from the lines of ``block`` (which ends in ``\\n``), one
-    record per line: a slice of the line itself when it is in the writer's form, as it almost
-    always is; ``None`` for a record outside the conversation.
+def block_items(
+    block: bytes, records: Sequence[object], start: int = 0, end: int | None = None
+) -> list[Item | None] | None:
+    """The item of each record decoded from the lines ``block[start:end]`` (which end in
+    ``\\n``), one record per line: a slice of the line itself when it is in the writer's form,
+    as it almost always is; ``None`` for a record outside the conversation.
 
     Returns ``None`` unless every line starts with ``{`` and ends with ``}`` (a ``\\r`` before
     its ``\\n`` aside): the caller then decodes the lines one by one. With as many records as
@@ -166,7 +168,8 @@ def block_items(block: bytes, records: Sequence[object]) -> list[Item | None] | 
     another line with none, which cannot start with ``{``. Without the proof a record could be
     paired with its neighbour's line, and a checkpoint would certify bytes it does not hold.
     """
-    end = len(block)
+    if end is None:
+        end = len(block)
     view = memoryview(block)
     find = block.find
     match_message = _MESSAGE_ENVELOPE.match
@@ -175,7 +178,7 @@ def block_items(block: bytes, records: Sequence[object]) -> list[Item | None] | 
     reasoning_key = len(REASONING_KEY)
     out: list[Item | None] = []
     append = out.append
-    pos = 0
+    pos = start
     for record in records:
         stop = find(b"\n", pos, end)
         if stop < 0 or block[pos] != 0x7B:  # "{"

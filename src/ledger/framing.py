@@ -75,13 +75,25 @@ def content_end(data: bytes, start: int, end: int) -> int:
 
 
 class LineBlock(NamedTuple):
-    """Complete lines: ``data`` ends with ``\\n`` and starts at byte ``offset`` of the source.
+    """Complete lines: ``data[start:end]``, which ends with ``\\n`` and starts at byte
+    ``offset`` of the source.
 
-    The block is not counted here: the reader numbers its lines in the pass that decodes them
-    (counting ``\\n`` again would cost a tenth of a replay)."""
+    ``data`` is usually the chunk as read, whole: slicing the lines out of it would copy them
+    into memory never touched before, and its first touch costs more than the copy (a fifth of
+    a replay). The block is not counted here either: the reader numbers its lines in the pass
+    that decodes them (counting ``\\n`` again would cost a tenth of a replay)."""
 
     offset: int
     data: bytes
+    start: int
+    end: int
+
+    @property
+    def lines(self) -> bytes:
+        """The block's bytes (a copy unless they are all of ``data``)."""
+        if self.start == 0 and self.end == len(self.data):
+            return self.data
+        return self.data[self.start : self.end]
 
 
 class LongLine(NamedTuple):
@@ -162,20 +174,21 @@ def scan_forward(
                     held_size = len(data)
                 data = read(chunk_bytes)
                 continue
-        block = data[: cut + 1] if cut + 1 < len(data) else data
+        begin = 0
         if held:
-            block = b"".join(held) + block
+            # The line begun in earlier chunks ends in this one: it comes as a block of its own,
+            # so the rest of the chunk is never copied.
+            begin = data.find(b"\n") + 1
+            line = b"".join(held) + data[:begin]
             held.clear()
+            yield from _blocks(pos, line, 0, len(line), max_line_bytes)
+            pos += len(line)
+        if begin <= cut:
+            yield from _blocks(pos, data, begin, cut + 1, max_line_bytes)
+            pos += cut + 1 - begin
         held_size = len(data) - cut - 1
         if held_size:
             held.append(data[cut + 1 :])
-        if len(block) > max_line_bytes + 1:
-            # Rare with the default limit (a block is one chunk plus a held line): only then
-            # can a line in it be over the limit.
-            yield from _split_long(block, pos, max_line_bytes)
-        else:
-            yield LineBlock(pos, block)
-        pos += len(block)
         data = read(chunk_bytes)
     if skipping:
         yield LongLine(pos, skipped)
@@ -187,6 +200,19 @@ def scan_forward(
             yield LastPiece(pos, tail)
 
 
+def _blocks(
+    pos: int, data: bytes, start: int, end: int, max_line_bytes: int
+) -> Iterator[LineBlock | LongLine]:
+    """The lines ``data[start:end]`` at source offset ``pos``, as one block unless a line in
+    them is over the limit."""
+    if end - start > max_line_bytes + 1:
+        # Rare with the default limit (a block is at most one chunk or one line): only then can
+        # a line in it be over the limit.
+        yield from _split_long(data[start:end], pos, max_line_bytes)
+    else:
+        yield LineBlock(pos, data, start, end)
+
+
 def _split_long(block: bytes, pos: int, max_line_bytes: int) -> Iterator[LineBlock | LongLine]:
     """``block`` with its over-long lines taken out as :class:`LongLine`."""
     start = 0
@@ -196,14 +222,12 @@ def _split_long(block: bytes, pos: int, max_line_bytes: int) -> Iterator[LineBlo
         end = find(b"\n", start) + 1
         if content_end(block, start, end) - start > max_line_bytes:
             if run < start:
-                yield LineBlock(pos + run, block[run:start])
+                yield LineBlock(pos + run, block, run, start)
             yield LongLine(pos + start, end - start)
             run = end
         start = end
-    if run == 0:
-        yield LineBlock(pos, block)
-    elif run < len(block):
-        yield LineBlock(pos + run, block[run:])
+    if run < len(block):
+        yield LineBlock(pos + run, block, run, len(block))
 
 
 def count_newlines(source: ByteSource, begin: int, end: int) -> int:
@@ -322,13 +346,19 @@ class BackwardScan:
         """The offset of the last line (before ``end``) that starts with ``prefix``, if any."""
         needle = b"\n" + prefix
         overlap = len(needle) - 1
-        carry = b""
+        carry = b""  # the first bytes of the block after this one
         for pos, buf in self.blocks():
-            data = buf + carry
-            i = data.rfind(needle)
+            # A match across the blocks' boundary starts after any match inside this block:
+            # it is looked for first, in a copy of the few bytes around the boundary only
+            # (copying the block to join them would cost more than the search).
+            tail = len(buf) - min(overlap, len(buf))
+            i = (buf[tail:] + carry).rfind(needle)
+            if i >= 0:
+                return pos + tail + i + 1
+            i = buf.rfind(needle)
             if i >= 0:
                 return pos + i + 1
-            carry = data[:overlap]
+            carry = (buf + carry)[:overlap] if len(buf) < overlap else buf[:overlap]
         if self.exhausted:
             return None
         head = self.source.read_at(0, min(self.end, len(BOM) + len(prefix)))

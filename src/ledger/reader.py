@@ -75,7 +75,7 @@ def iter_batches(
         f.read, offset=offset, chunk_bytes=chunk_bytes, max_line_bytes=max_line_bytes
     ):
         if isinstance(piece, LineBlock):
-            lineno += yield from _decode_block(piece.data, lineno)
+            lineno += yield from _decode_block(piece, lineno)
         elif isinstance(piece, LongLine):
             lineno += 1
             yield lineno, (_too_long(lineno, piece.size, max_line_bytes),), None
@@ -86,22 +86,24 @@ def iter_batches(
                 yield lineno, entries, items
 
 
-def _decode_block(block: bytes, lineno: int) -> Generator[Batch, None, int]:
-    """Decode the lines of ``block`` (which ends in ``\\n``, none over the limit) that follow
-    ``lineno``; return how many lines it held."""
+def _decode_block(block: LineBlock, lineno: int) -> Generator[Batch, None, int]:
+    """Decode the lines of ``block`` (none over the limit) that follow ``lineno``; return how
+    many lines it held."""
+    data, start, end = block.data, block.start, block.end
     try:
-        records = _batch_decoder.decode_lines(block)
+        whole = start == 0 and end == len(data)
+        records = _batch_decoder.decode_lines(data if whole else memoryview(data)[start:end])
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         pass
     else:
         # decode_lines skips blank lines and accepts several values on one line; cutting
         # the items walks the lines and gives up unless each one starts with "{" and holds
         # exactly one of the records, so the line numbers below are exact.
-        cut = block_items(block, records)
+        cut = block_items(data, records, start, end)
         if cut is not None:
             yield lineno + 1, records, cut
             return len(records)
-    raws = block.split(b"\n")[:-1]
+    raws = block.lines.split(b"\n")[:-1]
     for raw in raws:
         lineno += 1
         entries, items = _decode_line(raw + b"\n", lineno)
