@@ -38,8 +38,9 @@ __all__ = [
 BOM: Final = b"\xef\xbb\xbf"
 """The UTF-8 byte-order mark: tolerated before the first line, never part of it."""
 
-CHUNK_BYTES: Final = 4 * 1024 * 1024
-"""How much the forward scan reads at a time."""
+CHUNK_BYTES: Final = 512 * 1024
+"""How much the forward scan reads at a time: small enough to be decoded, cut and hashed while
+it is still in the cache (ADR 0162)."""
 
 _FIRST_BLOCK: Final = 16 * 1024
 _BLOCK: Final = 64 * 1024

@@ -40,6 +40,8 @@ from ledger.writer_errors import (
 
 __all__ = ["FoldRead", "PreadFile", "new_rollout", "session_rollout", "taken_rollout"]
 
+_preadv = getattr(os, "preadv", None)
+
 log = logging.getLogger("ledger.writer")
 
 
@@ -306,9 +308,12 @@ class PreadFile(io.RawIOBase):
         return True
 
     def readinto(self, buffer: Any) -> int:
-        data = os.pread(self._fd, len(buffer), self._pos)
-        n = len(data)
-        buffer[:n] = data
+        if _preadv is not None:  # straight into the caller's buffer: one copy, not two
+            n = _preadv(self._fd, [buffer], self._pos)
+        else:
+            data = os.pread(self._fd, len(buffer), self._pos)
+            n = len(data)
+            buffer[:n] = data
         self._pos += n
         return n
 
