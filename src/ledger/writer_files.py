@@ -14,7 +14,7 @@ import logging
 import os
 import stat
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -40,7 +40,7 @@ from ledger.writer_errors import (
 
 __all__ = ["FoldRead", "PreadFile", "new_rollout", "session_rollout", "taken_rollout"]
 
-_preadv = getattr(os, "preadv", None)
+_preadv: Callable[[int, list[Any], int], int] | None = getattr(os, "preadv", None)
 
 log = logging.getLogger("ledger.writer")
 
