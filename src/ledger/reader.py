@@ -265,7 +265,7 @@ def _tapped(it: Iterator[Batch], tap: Callable[[Sequence[Entry]], None]) -> Iter
 
 _COMPACTED_START: Final = b'{"type":"compacted","seq":'
 _COMPACTED_SEQ: Final = re.compile(rb'\{"type":"compacted","seq":([0-9]{1,19}),')
-# The forward chunk's size, for the same reason (ADR 0162): 1 MiB blocks took half as long again.
+# The forward chunk's size, for the same reasons (ADR 0162): 1 MiB blocks took half as long again.
 _SCAN_BYTES: Final = CHUNK_BYTES
 
 
