@@ -232,7 +232,7 @@ class BatchQueue:
                 return
             # One buffer per batch: joining the lines costs less than handing the kernel two
             # buffers per record, and its CRC-32 is then one call.
-            data = _NL.join(batch) + _NL
+            data = _NL.join([*batch, b""])
             try:
                 size = self.write(fd, [data])
                 if per_batch:
