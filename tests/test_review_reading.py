@@ -230,6 +230,41 @@ def test_raw_extra_values_survive_the_chunks_after_them(tmp_path: Path) -> None:
         assert got == [bytes(e) for e in extras], chunk
 
 
+class _ReusedBuffer(io.RawIOBase):
+    """A stream whose ``read`` hands out one buffer, refilled at every call."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._pos = 0
+        self._buffer = bytearray()
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytearray:  # type: ignore[override]
+        n = len(self._data) - self._pos if size < 0 else size
+        piece = self._data[self._pos : self._pos + n]
+        self._pos += len(piece)
+        self._buffer[:] = piece
+        return self._buffer
+
+
+def test_a_stream_that_reuses_its_buffer_is_read_as_copies(tmp_path: Path) -> None:
+    """Blocks, digest items and ``extra`` values are views of what the stream returns: a
+    stream that refills one buffer must not change them once read."""
+    extras = [msgspec.Raw(msgspec.json.encode({"k": i, "pad": "p" * (i * 13)})) for i in range(30)]
+    with RolloutWriter.create(tmp_path, session_id="s") as w:
+        for i, extra in enumerate(extras):
+            w.append(Message(role=Role.USER, content=f"m{i}", extra=extra))
+        w.stop(StopKind.PAUSED)
+    data = w.path.read_bytes()
+    want = fold_batches(iter_batches(io.BytesIO(data), chunk_bytes=4096))
+    for chunk in (5, 97, 4096):
+        state = fold_batches(iter_batches(_ReusedBuffer(data), chunk_bytes=chunk))  # type: ignore[arg-type]
+        assert [bytes(m.extra) for m in state.messages] == [bytes(e) for e in extras], chunk  # type: ignore[arg-type]
+        assert state.digest() == want.digest() == state.checkpoint.digest, chunk  # type: ignore[union-attr]
+
+
 @given(
     data=st.lists(
         st.sampled_from([b"\n", b"{", b'{"type":"compacted","seq":', b"x", b"\r\n", BOM]),

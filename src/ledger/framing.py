@@ -130,21 +130,28 @@ def scan_forward(
     Each :class:`LongLine` and :class:`LastPiece` is one line; a block holds as many as its
     ``\\n``.
     """
+
+    def chunk() -> bytes:
+        # Blocks, digest items and decoded ``msgspec.Raw`` values are views of what ``read``
+        # returns: a stream that hands out a reused buffer is copied, never aliased.
+        data = read(chunk_bytes)
+        return data if type(data) is bytes else bytes(data)
+
     pos = offset  # source offset of the next byte not yet in a yielded line
     held: list[bytes] = []  # the start of a line longer than one chunk
     held_size = 0
     skipping = False  # inside a line longer than max_line_bytes
     skipped = 0
-    data = read(chunk_bytes)
+    data = chunk()
     if offset == 0:
         # A short read (a pipe, a tiny chunk) may split the mark: gather its three bytes.
         while data and len(data) < len(BOM) and BOM.startswith(data):
-            more = read(chunk_bytes)
+            more = chunk()
             if not more:
                 break
             data += more
         if data.startswith(BOM):
-            data = data[len(BOM) :] or read(chunk_bytes)
+            data = data[len(BOM) :] or chunk()
             pos = len(BOM)
     while data:
         cut = data.rfind(b"\n")
@@ -160,7 +167,7 @@ def scan_forward(
                     skipping, skipped = True, held_size
                     held.clear()
                     held_size = 0
-            data = read(chunk_bytes)
+            data = chunk()
             continue
         if skipping:
             # The over-long line ends in this chunk: report it and go on after it.
@@ -174,7 +181,7 @@ def scan_forward(
                 if data:
                     held.append(data)
                     held_size = len(data)
-                data = read(chunk_bytes)
+                data = chunk()
                 continue
         begin = 0
         if held:
@@ -191,7 +198,7 @@ def scan_forward(
         held_size = len(data) - cut - 1
         if held_size:
             held.append(data[cut + 1 :])
-        data = read(chunk_bytes)
+        data = chunk()
     if skipping:
         yield LongLine(pos, skipped)
     elif held:

@@ -1,10 +1,11 @@
 """Stream a rollout file into reducer entries, turning damage into degradations.
 
-The file is read in chunks of a few MiB, never whole: memory is bounded by the chunk size and
-the longest line (itself bounded by ``max_line_bytes``). A chunk of intact lines is decoded in
-one call; a chunk with any damage is decoded again line by line so that each damaged line
-becomes its own degradation with its line number and reading goes on. A UTF-8 BOM and CRLF
-line ends are accepted; blank lines are skipped.
+The file is read in chunks of :data:`~ledger.framing.CHUNK_BYTES` (120 KiB), never whole:
+memory is bounded by the chunk size and the longest line (itself bounded by
+``max_line_bytes``). A chunk of intact lines is decoded in one call; a chunk with any damage is
+decoded again line by line so that each damaged line becomes its own degradation with its line
+number and reading goes on. A UTF-8 BOM and CRLF line ends are accepted; blank lines are
+skipped.
 """
 
 from __future__ import annotations
