@@ -61,13 +61,16 @@ def iter_batches(
     chunk_bytes: int = CHUNK_BYTES,
     first_line: int = 1,
     offset: int | None = None,
-) -> Iterator[Batch]:
+) -> Generator[Batch, None, int]:
     """Yield batches of entries from the binary stream ``f``, in file order.
 
     Every entry of a batch comes from the line after the previous one's; blank lines
     interrupt a batch, so the line numbers stay exact. ``first_line`` is the number of the line
     ``f`` is positioned at and ``offset`` its byte offset in the file (by default 0 for line 1,
     else where ``f`` stands): a BOM is only looked for at offset 0.
+
+    Returns, as the generator's value, the number of the last line read (``first_line - 1``
+    when there was none): the ``\\n`` read, plus one for a last piece without its line end.
     """
     if offset is None:
         offset = 0 if first_line == 1 else f.tell()
@@ -85,6 +88,7 @@ def iter_batches(
             entries, items = _decode_line(piece.data, lineno)
             if entries:
                 yield lineno, entries, items
+    return lineno
 
 
 def _decode_block(block: LineBlock, lineno: int) -> Generator[Batch, None, int]:
