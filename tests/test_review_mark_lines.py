@@ -241,3 +241,29 @@ def test_a_record_without_its_line_end_is_completed_on_open(tmp_path: Path) -> N
             r.append(_user(turn))
             r.stop(StopKind.PAUSED)
             _mark_holds(r)
+
+
+def test_a_reader_that_does_not_say_where_it_stopped_leaves_no_mark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the reader's last line number, the stop keeps no mark (the next one reads from
+    byte 0) rather than a mark without a line count; both stops checkpoint the file."""
+    import ledger.readback as readback
+
+    real = readback.iter_batches
+
+    def silent(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        yield from real(*args, **kwargs)  # type: ignore[arg-type]
+
+    w = RolloutWriter.create(tmp_path, session_id="s")
+    w.append(_user(1))
+    monkeypatch.setattr(readback, "iter_batches", silent)
+    w.stop(StopKind.PAUSED)
+    assert w._mark.offset == 0  # type: ignore[attr-defined]
+    assert w._mark.state is None  # type: ignore[attr-defined]
+    monkeypatch.setattr(readback, "iter_batches", real)
+    w.append(_user(2))
+    w.stop(StopKind.PAUSED)
+    _mark_holds(w)
+    w.close()
+    assert read_replay(w.path).verified

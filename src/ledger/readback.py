@@ -102,7 +102,7 @@ def read_back(
     first, want_count, want_crc = own
     got = OwnRecords(first)
 
-    lines = mark.lines  # the number of the last line read, once the reader is done
+    lines: int | None = None  # the number of the last line read, once the reader is done
 
     def tapped(batches: Generator[Batch, None, int]) -> Iterator[Batch]:
         nonlocal lines
@@ -142,7 +142,8 @@ def read_back(
             "encoding and decoding",
             mark,
         )
-    if raw.last not in (b"", _NL):  # a read-back ends at a line end: else the next reads from 0
+    if raw.last not in (b"", _NL) or not isinstance(lines, int):
+        # A read-back ends at a line end, and the reader says where: else the next reads from 0.
         return state, None, ReadMark()
     # Ending at a line end, the reader's last line is the number of line ends read.
     return state, None, ReadMark(raw.size, raw.crc, lines, state)
