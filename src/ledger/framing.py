@@ -81,7 +81,7 @@ class LineBlock(NamedTuple):
     ``offset`` of the source.
 
     ``data`` is usually the chunk as read, whole: slicing the lines out of it would copy them
-    into memory never touched before, and its first touch costs more than the copy (a fifth of
+    into memory never touched before, and its first touch costs more than the copy (a sixth of
     a replay). The block is not counted here either: the reader numbers its lines in the pass
     that decodes them (counting ``\\n`` again would cost a tenth of a replay)."""
 
