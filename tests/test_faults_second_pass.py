@@ -115,8 +115,10 @@ def test_keyboard_interrupt_anywhere_in_appends_leaves_a_whole_file(tmp_path: Pa
     try:
         for trial in range(40):
             w = RolloutWriter.create(tmp_path / str(trial), durability="os")
-            signal.setitimer(signal.ITIMER_REAL, rng.uniform(0.0005, 0.01))
             with pytest.raises(KeyboardInterrupt), w:  # noqa: PT012 - the loop is interrupted
+                # Armed inside the block: armed before it, on a loaded machine the alarm could
+                # ring before the block was entered, and nothing would catch it.
+                signal.setitimer(signal.ITIMER_REAL, rng.uniform(0.0005, 0.01))
                 while True:
                     w.append(Message(role=Role.ASSISTANT, content="t"))
             signal.setitimer(signal.ITIMER_REAL, 0)
