@@ -91,11 +91,19 @@ class LineBlock(NamedTuple):
     end: int
 
     @property
+    def whole(self) -> bool:
+        """The block's lines are all of ``data``."""
+        return self.start == 0 and self.end == len(self.data)
+
+    @property
+    def view(self) -> bytes | memoryview:
+        """The block's bytes, never copied."""
+        return self.data if self.whole else memoryview(self.data)[self.start : self.end]
+
+    @property
     def lines(self) -> bytes:
         """The block's bytes (a copy unless they are all of ``data``)."""
-        if self.start == 0 and self.end == len(self.data):
-            return self.data
-        return self.data[self.start : self.end]
+        return self.data if self.whole else self.data[self.start : self.end]
 
 
 class LongLine(NamedTuple):

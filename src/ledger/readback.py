@@ -59,14 +59,14 @@ class _TallyFile(PreadFile):
         self.last = b""
 
     def readinto(self, buffer: Any) -> int:
-        data = os.pread(self._fd, len(buffer), self.size)
-        n = len(data)
+        # PreadFile's read, straight into the buffer; the CRC is taken over the buffer itself.
+        self.seek(self.size)
+        n = super().readinto(buffer)
         if n:
-            buffer[:n] = data
-            self.crc = zlib.crc32(data, self.crc)
+            view = memoryview(buffer)[:n]
+            self.crc = zlib.crc32(view, self.crc)
             self.size += n
-            self.last = data[-1:]
-            self.seek(self.size)
+            self.last = bytes(view[-1:])
         return n
 
 

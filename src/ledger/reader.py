@@ -94,17 +94,15 @@ def iter_batches(
 def _decode_block(block: LineBlock, lineno: int) -> Generator[Batch, None, int]:
     """Decode the lines of ``block`` (none over the limit) that follow ``lineno``; return how
     many lines it held."""
-    data, start, end = block.data, block.start, block.end
     try:
-        whole = start == 0 and end == len(data)
-        records = _batch_decoder.decode_lines(data if whole else memoryview(data)[start:end])
+        records = _batch_decoder.decode_lines(block.view)
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         pass
     else:
         # decode_lines skips blank lines and accepts several values on one line; cutting
         # the items walks the lines and gives up unless each one starts with "{" and holds
         # exactly one of the records, so the line numbers below are exact.
-        cut = block_items(data, records, start, end)
+        cut = block_items(block.data, records, block.start, block.end)
         if cut is not None:
             yield lineno + 1, records, cut
             return len(records)
