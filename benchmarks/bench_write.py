@@ -30,7 +30,13 @@ def section_write(cfg: Config, lib: Library, rep: Report, work: Path) -> None:
     lc = _langchain(msgs[:lc_n])
     ts = gen.BASE_TS.isoformat()
     latencies: list[int] = []
-    phases: dict[str, list[float]] = {"append": [], "drain": [], "stop": [], "os_stream": []}
+    phases: dict[str, list[float]] = {
+        "append": [],
+        "drain": [],
+        "stop": [],
+        "os_stream": [],
+        "read_floor": [],
+    }
     counter = iter(range(1_000_000))
 
     def fresh(name: str) -> Path:
@@ -54,6 +60,8 @@ def section_write(cfg: Config, lib: Library, rep: Report, work: Path) -> None:
         w.stop(StopKind.PAUSED, reason="bench")
         t3 = time.perf_counter()
         w.close()
+        # Untimed for the case: what reading the sealed file back costs at the least.
+        phases["read_floor"].append(peers.read_back_floor(w.path))
         latencies.extend(lat)
         phases["append"].append(t1 - t0)
         phases["drain"].append(t2 - t1)
@@ -209,6 +217,25 @@ def section_write(cfg: Config, lib: Library, rep: Report, work: Path) -> None:
                 "info",
             )
         )
+        # The bound of a stop that reads the file back (rule 1): its cost at the read floor
+        # (read, sha256 and CRC-32 of every byte; nothing decoded), after the same appends.
+        floor_stop = med(phases["read_floor"])
+        bounds = [("  bound: append+drain + read floor", med(streamed) + floor_stop)]
+        if "library_os" in per_msg:
+            bounds.append(("  bound at Durability.OS", med(phases["os_stream"]) + floor_stop))
+        for label, secs in bounds:
+            r = per_msg["plain"] / (secs / n)
+            rep.add(
+                Row(
+                    sec,
+                    f"{label}, vs plain",
+                    f"{n / secs:,.0f} msg/s",
+                    "speedup",
+                    r,
+                    "info",
+                    "info",
+                )
+            )
         if "library_os" in per_msg:
             for label, secs, goal in (
                 ("  Durability.OS, append+stop, vs plain", med(times["library_os"]), True),
