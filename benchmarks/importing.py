@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 REPO = Path(__file__).resolve().parents[1]
 SEEDS = REPO / "tests" / "data" / "import"
@@ -115,8 +116,36 @@ def _sources(work: Path, sizes: tuple[int, ...]) -> Iterator[tuple[str, int, Pat
         yield "claude-code", mb, grow_claude(mb * MB, work / f"claude-{mb}.jsonl")
 
 
+def import_split(tool: str, path: Path, work: Path) -> tuple[float, float, float]:
+    """One more import, timed whole and in two of its parts: ``(whole, parse, stop)``, where
+    ``parse`` is reading and parsing the source and ``stop`` the sealing of the rollouts it
+    wrote (``RolloutWriter.stop``: the read-back of SPEC rule 1). Neither part depends on how
+    lines are converted: together they bound the import's speed (ADR 0163)."""
+    from ledger.importers import _run
+    from ledger.writer import RolloutWriter
+
+    spent = {"parse": 0.0, "stop": 0.0}
+
+    def timing(part: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[part] += time.perf_counter() - t0
+
+        return timed
+
+    with (
+        mock.patch.object(_run, "read_source", timing("parse", _run.read_source)),
+        mock.patch.object(RolloutWriter, "stop", timing("stop", RolloutWriter.stop)),
+    ):
+        whole = import_seconds(tool, path, work)
+    return whole, spent["parse"], spent["stop"]
+
+
 def section_import(
-    quick: bool, add: Callable[[str, str, str, str, float, str, bool], None], work: Path
+    quick: bool, add: Callable[[str, str, str, str, float, str, bool | None], None], work: Path
 ) -> dict[str, Any]:
     """Rows: MB/s of source imported, against json.loads of the same file (goal >= 0.5x)."""
     sizes = (1, 4) if quick else (1, 20)
@@ -139,6 +168,17 @@ def section_import(
             ratio,
             ">= 0.5",
             ratio >= 0.5,
+        )
+        whole, parse, stop = import_split(tool, path, work)
+        raw[f"{tool}-{mb}MB"]["split_s"] = {"whole": whole, "parse": parse, "stop": stop}
+        add(
+            "import",
+            "  bound: parse + stop, no conversion",
+            f"{parse * 1e3:.0f} + {stop * 1e3:.0f} of {whole * 1e3:.0f} ms",
+            "x json.loads' speed",
+            b / (parse + stop),
+            "info",
+            None,
         )
     return raw
 

@@ -51,9 +51,11 @@ SECTIONS = ("write", "resume", "stop", "memory", "scaling", "import", "fleet")
 def section_import(cfg: Config, rep: Report, work: Path) -> None:
     """Codex and Claude Code files imported, against json.loads (benchmarks/importing.py)."""
 
-    def add(section: str, case: str, value: str, vs: str, r: float, goal: str, ok: bool) -> None:
-        rep.add(Row(section, case, value, vs, r, goal, status_of(ok)))
-        if not ok:
+    def add(
+        section: str, case: str, value: str, vs: str, r: float, goal: str, ok: bool | None
+    ) -> None:
+        rep.add(Row(section, case, value, vs, r, goal, "info" if ok is None else status_of(ok)))
+        if ok is False:
             rep.missed.append(f"{section}: {case}")
 
     rep.raw["import"] = importing.section_import(cfg.quick, add, work)
