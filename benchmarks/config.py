@@ -77,5 +77,6 @@ QUICK = Config(
 GOAL_WRITE_DEFAULT: Final = 1.5  # append+stop against plain JSONL, default durability
 GOAL_WRITE_OS: Final = 2.0  # the same at equal durability (Durability.OS)
 GOAL_APPEND_P99_US: Final = 25
+GOAL_LIST_10K_S: Final = 0.5  # list_sessions of 10,000 sessions, warm cache
 GOAL_REPLAY_FLOOR: Final = 1.2  # verified replay, x the floor's time
 GOAL_REPLAY_JSON: Final = 1 / 1.2  # x json.loads' time: at least 1.2x faster
