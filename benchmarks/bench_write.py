@@ -195,55 +195,34 @@ def section_write(cfg: Config, lib: Library, rep: Report, work: Path) -> None:
                 "info",
             )
         )
+
+        def note(label: str, value: str) -> None:
+            rep.add(Row(sec, label, value, status="info"))
+
+        def vs_plain(label: str, secs: float) -> None:
+            r = per_msg["plain"] / (secs / n)
+            rep.add(Row(sec, label, f"{n / secs:,.0f} msg/s", "speedup", r, "info", "info"))
+
         a = med(phases["append"]) / n * 1e6
         dr = med(phases["drain"])
         s = med(phases["stop"])
-        rep.add(
-            Row(
-                sec,
-                "  phases: append loop / drain / stop",
-                f"{a:.1f} us/msg, {dr * 1e3:.0f} ms, {s * 1e3:.0f} ms",
-                status="info",
-            )
+        note(
+            "  phases: append loop / drain / stop",
+            f"{a:.1f} us/msg, {dr * 1e3:.0f} ms, {s * 1e3:.0f} ms",
         )
         streamed = [x + y for x, y in zip(phases["append"], phases["drain"], strict=True)]
-        r = per_msg["plain"] / (med(streamed) / n)
-        rep.add(
-            Row(
-                sec,
-                "  append+drain (no stop) vs plain",
-                f"{n / med(streamed):,.0f} msg/s",
-                "speedup",
-                r,
-                "info",
-                "info",
-            )
-        )
+        vs_plain("  append+drain (no stop) vs plain", med(streamed))
         # What reading the file back costs at the least (ADR 0163): reading and hashing it,
         # which runs without the interpreter's lock, and decoding it into records and encoding
         # them again (rule 1 and ADR 0052), which holds the lock as the appends do.
         read_floor = med(phases["read_floor"])
         decode_floor = med(phases["decode_floor"])
-        rep.add(
-            Row(
-                sec,
-                "  read-back floors: read+hash / decode+encode",
-                f"{read_floor * 1e3:.0f} ms / {decode_floor * 1e3:.0f} ms",
-                status="info",
-            )
+        note(
+            "  read-back floors: read+hash / decode+encode",
+            f"{read_floor * 1e3:.0f} ms / {decode_floor * 1e3:.0f} ms",
         )
-        ceiling = med(phases["append"]) + decode_floor
-        r = per_msg["plain"] / (ceiling / n)
-        rep.add(
-            Row(
-                sec,
-                "  ceiling: appends + decode floor, vs plain",
-                f"{n / ceiling:,.0f} msg/s",
-                "speedup",
-                r,
-                "info",
-                "info",
-            )
+        vs_plain(
+            "  ceiling: appends + decode floor, vs plain", med(phases["append"]) + decode_floor
         )
         if "library_os" in per_msg:
             for label, secs, goal in (
