@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import strategies as s
 from ledger import Message, Reasoning, ReasoningKind, Role, TextPart, ToolCall, checkpoint_digest
-from ledger.digest import DIGEST_PREFIX, file_sha256
+from ledger.digest import DIGEST_PREFIX, digest_of_groups, file_sha256
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 # Short lists keep the pairwise properties cheap; length is covered by the fixed cases.
@@ -71,6 +71,15 @@ def test_digest_is_the_hash_of_the_groups_of_members() -> None:
     assert checkpoint_digest([]) == DIGEST_PREFIX + hashlib.sha256(b"").hexdigest()
     ms = [Message(role=Role.USER, content=str(i)) for i in range(2500)]
     assert checkpoint_digest(iter(ms)) == checkpoint_digest(ms) == _v2(ms)
+
+
+@pytest.mark.parametrize("n", [0, 1, (1 << 15) - 1, 1 << 15, (1 << 15) + 1, 3 * (1 << 15) + 7])
+def test_the_groups_are_hashed_in_order_however_many(n: int) -> None:
+    """The hashes of the groups are hashed joined, a slice at a time: every group counts once,
+    in order, on both sides of each slice's edge."""
+    groups = [i.to_bytes(32, "big") for i in range(n)]
+    want = DIGEST_PREFIX + hashlib.sha256(b"".join(groups)).hexdigest()
+    assert digest_of_groups(groups) == digest_of_groups(iter(groups)) == want
 
 
 def test_version_1_digest_is_the_deterministic_json_array() -> None:

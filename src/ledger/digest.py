@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
+from itertools import islice
 from typing import BinaryIO, Final
 
 import msgspec
@@ -68,6 +69,7 @@ _encoder = msgspec.json.Encoder(order="deterministic")
 _replace = msgspec.structs.replace
 _BATCH = 1024
 _FILE_CHUNK = 1 << 20
+_GROUPS_PER_UPDATE: Final = 1 << 15  # group hashes of 32 bytes: 1 MiB per update
 
 
 def group_hash(items: Sequence[Item]) -> bytes:
@@ -83,9 +85,13 @@ def group_hash(items: Sequence[Item]) -> bytes:
 
 def digest_of_groups(groups: Iterable[bytes]) -> str:
     """``"sha256:<hex>"`` over the hashes of the conversation's groups, in order."""
+    # Hashed joined, about a MiB at a time: one update per group made every digest a Python
+    # call per message of the conversation, which a writer stopping at every turn paid again
+    # at each stop.
     h = hashlib.sha256()
-    for g in groups:
-        h.update(g)
+    it = iter(groups)
+    while chunk := list(islice(it, _GROUPS_PER_UPDATE)):
+        h.update(b"".join(chunk))
     return DIGEST_PREFIX + h.hexdigest()
 
 

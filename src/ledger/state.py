@@ -3,6 +3,8 @@ totals it sums (ADRs 0063, 0121, 0131). :mod:`ledger.reducer` folds records into
 
 from __future__ import annotations
 
+from itertools import chain
+
 import attrs
 
 from ledger.damage import Degradation
@@ -118,4 +120,4 @@ class ReplayState:
         if self.digest_rule < 2:
             return checkpoint_digest(self.messages, format_version=self.digest_rule)
         head = () if self.digest_compaction is None else (self.digest_compaction,)
-        return digest_of_groups((*head, *self.digest_groups))
+        return digest_of_groups(chain(head, self.digest_groups))
