@@ -170,7 +170,9 @@ def section_import(
             ">= 0.5",
             ratio >= 0.5,
         )
-        splits = sorted((import_split(tool, path, work) for _ in range(repeat)), key=sum)
+        splits = sorted(
+            (import_split(tool, path, work) for _ in range(repeat)), key=lambda s: s[1] + s[2]
+        )
         whole, parse, back = splits[len(splits) // 2]
         raw[f"{tool}-{mb}MB"]["split_s"] = [
             {"whole": w, "parse": p, "read_back": r} for w, p, r in splits
