@@ -53,17 +53,21 @@ class Faults:
     def target(self, path: Path) -> None:
         self.inode = path.stat().st_ino
 
-    def fail(self, name: str, err: int, *, after: int = 0, partial: int = 0) -> None:
+    def fail(
+        self, name: str, err: int, *, after: int = 0, partial: int = 0, buffers: int = 0
+    ) -> None:
         """Make ``os.<name>`` on the target fail with ``err`` after ``after`` good calls.
 
-        ``write`` covers ``writev`` too: the writer writes a batch with one ``writev``.
+        ``write`` covers ``writev`` too: the writer writes the batches due at once with one
+        ``writev``, one buffer per batch. The failing call may first write ``partial`` bytes,
+        or its first ``buffers`` buffers whole (a disk that fills between two batches).
         """
         if name == "write":
-            self._install("writev", err, after, partial)
-        self._install(name, err, after, partial)
+            self._install("writev", err, after, partial, buffers)
+        self._install(name, err, after, partial, buffers)
 
-    def _install(self, name: str, err: int, after: int, partial: int) -> None:
-        self.plans[name] = {"err": err, "after": after, "partial": partial}
+    def _install(self, name: str, err: int, after: int, partial: int, buffers: int = 0) -> None:
+        self.plans[name] = {"err": err, "after": after, "partial": partial, "buffers": buffers}
         self.calls[name] = 0
         real = getattr(os, name)
 
@@ -78,6 +82,10 @@ class Faults:
                 n = real(fd, bytes(args[0])[: plan["partial"]])
                 plan["partial"] = 0
                 return n
+            if name == "writev" and plan["buffers"]:
+                whole = list(args[0])[: plan["buffers"]]
+                plan["buffers"] = 0
+                return real(fd, whole)
             if name == "writev" and plan["partial"]:
                 data = b"".join(bytes(b) for b in args[0])[: plan["partial"]]
                 plan["partial"] = 0
@@ -223,7 +231,7 @@ def test_disk_full_between_reasoning_and_its_message_loses_only_that_message(
     for i in range(31):  # with the session_meta's seq 1, records 2..32
         w.append(user(i))
     w.append(thinker(31))  # reasoning at 33 and 34, the message at 35: a batch ends after 33
-    faults.fail("write", errno.ENOSPC, after=1)
+    faults.fail("write", errno.ENOSPC, buffers=1)  # the first batch is written, not the second
     with pytest.raises(WriterFailedError):
         w.drain()
     faults.heal()

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -193,21 +194,45 @@ def test_an_existing_file_is_never_clobbered(
 # --- batching and durability ------------------------------------------------------------------
 
 
-def test_each_batch_is_one_write_of_at_most_32_records(
+def test_each_batch_is_one_buffer_of_at_most_32_records_and_batches_due_go_together(
     writer: RolloutWriter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Queued records go out in single batch writes of at most 32 lines each."""
-    sizes: list[int] = []
+    """Queued records go out as batches of at most 32 lines, one buffer each, and the batches
+    due at once (here: all of them, at the drain) in one write."""
+    calls: list[list[int]] = []
 
     def counting_write(fd: int, buffers: list[bytes], real: Any) -> int:
-        sizes.append(b"".join(buffers).count(b"\n"))
+        calls.append([bytes(b).count(b"\n") for b in buffers])
         return int(real(fd, buffers))
 
     with intercept_writes(writer, counting_write), held(writer):
         for i in range(100):
             writer.append(user(i))
         writer.drain()
-    assert sizes == [32, 32, 32, 4]
+    assert calls == [[32, 32, 32, 4]]
+
+
+def test_a_partial_batch_nobody_waits_for_is_not_taken_with_full_ones(
+    writer: RolloutWriter,
+) -> None:
+    """Full batches due at once go together; the partial one behind them keeps its own wait
+    (up to MAX_BATCH_DELAY) unless a drain asks for it."""
+    calls: list[list[int]] = []
+
+    def counting_write(fd: int, buffers: list[bytes], real: Any) -> int:
+        calls.append([bytes(b).count(b"\n") for b in buffers])
+        return int(real(fd, buffers))
+
+    with intercept_writes(writer, counting_write):
+        with held(writer):  # nothing is taken until all 70 records are queued
+            for i in range(70):
+                writer.append(user(i))
+        deadline = time.monotonic() + 10
+        while not calls and time.monotonic() < deadline:
+            time.sleep(0.001)
+        writer.drain()
+    assert calls[0] == [32, 32]
+    assert [n for call in calls for n in call] == [32, 32, 6]
 
 
 def test_partial_os_writes_are_completed(
@@ -232,12 +257,13 @@ def test_partial_os_writes_are_completed(
 
 @pytest.mark.parametrize(
     ("durability", "expected"),
-    [(Durability.OS, 0), (Durability.BATCH, 4), (Durability.DRAIN, 1)],
+    [(Durability.OS, 0), (Durability.BATCH, 1), (Durability.DRAIN, 1)],
 )
 def test_durability_decides_when_to_fsync(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durability: Durability, expected: int
 ) -> None:
-    """OS never fsyncs, BATCH fsyncs once per batch, DRAIN once per drain."""
+    """OS never fsyncs, BATCH once per write (here the drain's, of all four batches at once),
+    DRAIN once per drain."""
     w = RolloutWriter.create(tmp_path, durability=durability)
     calls: list[int] = []
     real_fsync = os.fsync

@@ -1,7 +1,8 @@
 """The background worker of a writer: a queue of encoded records written in batches.
 
 A batch is at most :data:`MAX_BATCH_RECORDS` records or waits at most :data:`MAX_BATCH_DELAY`
-seconds for more, whichever comes first, and goes to the file as one buffer (ADR 0021).
+seconds for more, whichever comes first, and goes to the file as one buffer (ADR 0021); the
+batches due at once (a worker behind its caller, a drain) go in one system call.
 The worker never closes the descriptor: its writer does, after :meth:`BatchQueue.join`.
 
 Interruption safety (ADR 0055): a ``KeyboardInterrupt`` or a signal handler's exception can
@@ -19,10 +20,17 @@ import threading
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 
-__all__ = ["MAX_BATCH_DELAY", "MAX_BATCH_RECORDS", "BatchQueue", "OwnRecords", "writev_all"]
+__all__ = [
+    "MAX_BATCH_DELAY",
+    "MAX_BATCH_RECORDS",
+    "TURN_BYTES",
+    "BatchQueue",
+    "OwnRecords",
+    "writev_all",
+]
 
 MAX_BATCH_RECORDS: Final = 32
 """A batch never holds more records than this."""
@@ -30,11 +38,14 @@ MAX_BATCH_RECORDS: Final = 32
 MAX_BATCH_DELAY: Final = 0.020
 """Seconds a record may wait in the queue for its batch to fill before it is written."""
 
+TURN_BYTES: Final = 16 << 20
+"""The worker takes no further batch in one turn once it holds this many bytes."""
+
 _NL: Final = b"\n"
 _IOV_MAX: Final = 1024
 
 
-def writev_all(fd: int, buffers: list[bytes]) -> int:
+def writev_all(fd: int, buffers: Sequence[bytes | memoryview]) -> int:
     """Write every buffer, in order, with as few system calls as the kernel allows."""
     total = 0
     pending = [memoryview(b) for b in buffers if b]
@@ -66,7 +77,7 @@ class OwnRecords:
         self.count = 0
         self.crc = 0
 
-    def add_lines(self, lines: bytes, count: int) -> None:
+    def add_lines(self, lines: bytes | memoryview, count: int) -> None:
         """Count ``count`` records given as their lines, each ending in ``\\n``, one buffer."""
         self.crc = zlib.crc32(lines, self.crc)
         self.count += count
@@ -115,7 +126,7 @@ class BatchQueue:
         # Test seams (ledger.testing): while ``hold`` is set, the worker writes nothing until a
         # drain asks for it; ``write`` is how a batch reaches the file (faults are injected here).
         self.hold = False
-        self.write: Callable[[int, list[bytes]], int] = writev_all
+        self.write: Callable[[int, Sequence[bytes | memoryview]], int] = writev_all
         self.thread = threading.Thread(target=self._run, name=f"rollout-writer:{name}", daemon=True)
 
     def start(self) -> None:
@@ -197,8 +208,11 @@ class BatchQueue:
             self.cond.notify_all()
             return self.error
 
-    def _take_batch(self) -> list[bytes] | None:
-        """Wait for the next batch (None: closing and nothing left)."""
+    def _take_batches(self) -> list[list[bytes]] | None:
+        """Wait for the next batch, and take with it every further batch that is due now: the
+        full ones queued behind it, and the last partial one when a drain or close asks for it
+        (what successive turns would take at once), up to :data:`TURN_BYTES` (None: closing and
+        nothing left)."""
         cond = self.cond
         monotonic = time.monotonic
         with cond:
@@ -219,37 +233,100 @@ class BatchQueue:
             while self.hold and self.flush_wanted <= self.written and not self.closing:
                 cond.wait()
             queue = self.queue
-            batch = [queue.popleft() for _ in range(min(MAX_BATCH_RECORDS, len(queue)))]
-            self.taken += len(batch)
-            return batch
+            popleft = queue.popleft
+            batches: list[list[bytes]] = []
+            size = 0
+            while queue and size < TURN_BYTES:
+                n = len(queue)
+                if (
+                    batches
+                    and n < MAX_BATCH_RECORDS
+                    and not (self.closing or self.flush_wanted > self.taken)
+                ):
+                    break  # a partial batch nobody waits for keeps its own 20 ms
+                batch = [popleft() for _ in range(min(MAX_BATCH_RECORDS, n))]
+                self.taken += len(batch)
+                size += sum(map(len, batch)) + len(batch)
+                batches.append(batch)
+            return batches
 
     def _run(self) -> None:
         fd = self._fd
         per_batch = self._fsync_each_batch
         while True:
-            batch = self._take_batch()
-            if batch is None:
+            batches = self._take_batches()
+            if batches is None:
                 return
-            # One buffer per batch: joining the lines costs less than handing the kernel two
-            # buffers per record, and its CRC-32 is then one call.
-            data = _NL.join([*batch, b""])
+            # The batches of a turn are joined into one buffer and go out in one system call,
+            # one slice per batch: every time this thread gives the interpreter's lock up (to
+            # write, to wait, or in a CRC-32 over more than 5 KiB) it waits up to the switch
+            # interval (5 ms) to get it back while the caller appends, so a worker that wrote
+            # one batch per turn fell behind and left most of a large session to the drain.
+            records = [line for batch in batches for line in batch]
+            data = _NL.join([*records, b""])
+            sizes = [sum(map(len, batch)) + len(batch) for batch in batches]
+            wrote = False
             try:
-                size = self.write(fd, [data])
+                self.write(fd, _slices(data, sizes))
+                wrote = True
                 if per_batch:
                     os.fsync(fd)
             except BaseException as exc:  # any failure must reach the caller, not die here
+                # The batches the failed write did put in the file whole are kept and counted,
+                # as when each batch had its own write: only the rest is cut back and lost.
+                if not wrote:
+                    self._publish(data, _whole_batches(batches, sizes, self._landed()))
                 with self._lock:
                     if self.error is None:
                         self.error = self._fail(exc)
                         self.queue.clear()
                     self.cond.notify_all()
                 return
-            # Only this thread changes ``written`` and ``own``: the witness is computed without
-            # the lock (appends go on meanwhile) and published with the counts.
-            own = self.own.copy()
-            own.add_lines(data, len(batch))
-            with self._lock:
-                self.own = own
-                self.good_size += size
-                self.written += len(batch)
-                self.cond.notify_all()
+            self._publish(data, (len(records), len(data)))
+
+    def _publish(self, data: bytes, done: tuple[int, int]) -> None:
+        """Count the first ``done[0]`` records of ``data`` (its first ``done[1]`` bytes) as
+        written."""
+        count, size = done
+        if not count:
+            return
+        # Only this thread changes ``written`` and ``own``: the witness is computed without
+        # the lock (appends go on meanwhile) and published with the counts.
+        own = self.own.copy()
+        own.add_lines(data if size == len(data) else memoryview(data)[:size], count)
+        with self._lock:
+            self.own = own
+            self.good_size += size
+            self.written += count
+            self.cond.notify_all()
+
+    def _landed(self) -> int:
+        """How many bytes the file holds past what was written before this turn."""
+        try:
+            return max(0, os.fstat(self._fd).st_size - self.good_size)
+        except OSError:
+            return 0
+
+
+def _whole_batches(batches: list[list[bytes]], sizes: list[int], landed: int) -> tuple[int, int]:
+    """``(records, bytes)`` of the batches that fit whole in the first ``landed`` bytes."""
+    count = size = 0
+    for batch, n in zip(batches, sizes, strict=True):
+        if size + n > landed:
+            break
+        count += len(batch)
+        size += n
+    return count, size
+
+
+def _slices(data: bytes, sizes: list[int]) -> list[bytes | memoryview]:
+    """``data`` (the batches' lines joined) cut at the batches' ends: one buffer per batch."""
+    if len(sizes) == 1:
+        return [data]
+    view = memoryview(data)
+    out: list[bytes | memoryview] = []
+    start = 0
+    for n in sizes:
+        out.append(view[start : start + n])
+        start += n
+    return out

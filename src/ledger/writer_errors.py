@@ -31,8 +31,8 @@ class Durability(Enum):
     """Hand each batch to the operating system: survives the process being killed, not a crash
     of the machine."""
     BATCH = "batch"
-    """``fsync`` after every batch: survives a machine crash up to the last batch, costs one
-    ``fsync`` per batch."""
+    """``fsync`` after every write of batches: survives a machine crash up to the last batch
+    written, costs one ``fsync`` per write (the batches due at once share one)."""
     DRAIN = "drain"
     """``fsync`` when :meth:`RolloutWriter.drain` (and so ``stop`` and ``close``) runs: what was
     drained survives a machine crash. The default."""

@@ -19,7 +19,7 @@ import contextlib
 import errno as errno_codes
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from ledger.batching import writev_all
 from ledger.writer import RolloutWriter
@@ -35,7 +35,7 @@ __all__ = [
     "wait_failed",
 ]
 
-WriteBatch = Callable[[int, list[bytes]], int]
+WriteBatch = Callable[[int, Sequence[bytes | memoryview]], int]
 """How a batch reaches the file: ``(fd, buffers) -> bytes written`` (all of them, or raise)."""
 
 
@@ -71,7 +71,7 @@ def abandon(writer: RolloutWriter) -> list[bytes]:
 
 @contextlib.contextmanager
 def intercept_writes(
-    writer: RolloutWriter, write: Callable[[int, list[bytes], WriteBatch], int]
+    writer: RolloutWriter, write: Callable[[int, Sequence[bytes | memoryview], WriteBatch], int]
 ) -> Iterator[None]:
     """Route the writer's batch writes through ``write(fd, buffers, real_write)`` in the block."""
     q = writer._q
@@ -91,7 +91,7 @@ def fail_writes(
     it, and every later one, with ``OSError(error)`` (a full disk by default)."""
     state = {"calls": 0, "partial": partial}
 
-    def write(fd: int, buffers: list[bytes], real: WriteBatch) -> int:
+    def write(fd: int, buffers: Sequence[bytes | memoryview], real: WriteBatch) -> int:
         state["calls"] += 1
         if state["calls"] <= after:
             return real(fd, buffers)
@@ -118,7 +118,7 @@ def stall_writes(
     q = writer._q
     real = q.write
 
-    def write(fd: int, buffers: list[bytes]) -> int:
+    def write(fd: int, buffers: Sequence[bytes | memoryview]) -> int:
         calls[0] += 1
         if calls[0] <= after:
             return real(fd, buffers)
