@@ -19,7 +19,7 @@ import pytest
 
 from ledger import DegradationKind, Message, Reasoning, Role, StopKind
 from ledger.testing import hold
-from ledger.writer import RolloutWriter, WriterError, WriterFailedError
+from ledger.writer import Durability, RolloutWriter, WriterError, WriterFailedError
 from replay import read_replay, read_stop_facts
 
 
@@ -244,6 +244,53 @@ def test_disk_full_between_reasoning_and_its_message_loses_only_that_message(
     rep = read_replay(w.path)
     assert rep.messages[-1] == mine
     assert rep.messages == (*(user(i) for i in range(31)), mine)
+
+
+def test_a_batch_kept_from_a_failed_write_is_counted_only_once_synced(
+    tmp_path: Path, faults: Faults
+) -> None:
+    """Durability.BATCH: the whole batches a failed write left in the file count as written
+    only if an fsync covers them; when it fails too, they are cut back with the rest."""
+    w = held(RolloutWriter.create(tmp_path, durability=Durability.BATCH))
+    faults.target(w.path)
+    for i in range(40):  # records 2..41: a batch of 32, then one of 8
+        w.append(user(i))
+    faults.fail("write", errno.ENOSPC, buffers=1)
+    faults.fail("fsync", errno.EIO)
+    with pytest.raises(WriterFailedError, match=r"records after seq 1 were not written"):
+        w.drain()
+    faults.heal()
+    with pytest.raises(WriterFailedError):
+        w.close()
+    assert replay_messages(w.path) == ()
+
+
+def test_a_batch_kept_from_a_failed_write_is_synced_before_it_counts(
+    tmp_path: Path, faults: Faults, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Durability.BATCH: when the fsync works, the first batch stays, and the error says so."""
+    w = held(RolloutWriter.create(tmp_path, durability=Durability.BATCH))
+    faults.target(w.path)
+    for i in range(40):
+        w.append(user(i))
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_size)
+        real_fsync(fd)
+
+    faults.fail("write", errno.ENOSPC, buffers=1)
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    with pytest.raises(WriterFailedError, match=r"records after seq 33 were not written"):
+        w.drain()
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    faults.heal()
+    with pytest.raises(WriterFailedError):
+        w.close()
+    size = w.path.stat().st_size
+    assert size in synced  # what was counted was synced first
+    assert replay_messages(w.path) == tuple(user(i) for i in range(32))
 
 
 # --- permissions and missing places ------------------------------------------------------------

@@ -235,6 +235,38 @@ def test_a_partial_batch_nobody_waits_for_is_not_taken_with_full_ones(
     assert [n for call in calls for n in call] == [32, 32, 6]
 
 
+def test_a_failure_while_the_worker_writes_keeps_its_claim_true(writer: RolloutWriter) -> None:
+    """A drain's fsync that fails while the worker's write is in flight: the turn's bytes land
+    after the failure cut the file back, and are cut back too, so that "records after seq N
+    were not written" holds and nothing past N is in the file."""
+    q = writer._q
+    failed: list[BaseException] = []
+
+    def write_after_a_failure(fd: int, buffers: list[bytes], real: Any) -> int:
+        if not failed:
+            failed.append(q.fail_now(OSError(errno.EIO, "fsync failed")))
+        return int(real(fd, buffers))
+
+    writer.append(user(0))
+    writer.drain()
+    with intercept_writes(writer, write_after_a_failure), held(writer):
+        for i in range(1, 70):
+            writer.append(user(i))
+        with pytest.raises(WriterFailedError, match=r"records after seq 2 were not written"):
+            writer.drain()
+    q.thread.join(5)
+    assert rebuild(writer.path).messages == (user(0),)
+
+
+def test_nothing_is_queued_after_a_failure(writer: RolloutWriter) -> None:
+    """An append that passed its check before the writer failed enqueues nothing: no record
+    with a jumped seq reaches the file."""
+    q = writer._q
+    q.fail_now(OSError(errno.EIO, "fsync failed"))
+    q.put([b'{"type":"message"}'])
+    assert not q.queue
+
+
 def test_partial_os_writes_are_completed(
     writer: RolloutWriter, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,6 +14,7 @@ kept by the worker, which no signal interrupts.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import threading
@@ -27,6 +28,7 @@ __all__ = [
     "MAX_BATCH_DELAY",
     "MAX_BATCH_RECORDS",
     "TURN_BYTES",
+    "TURN_RECORDS",
     "BatchQueue",
     "OwnRecords",
     "writev_all",
@@ -40,6 +42,9 @@ MAX_BATCH_DELAY: Final = 0.020
 
 TURN_BYTES: Final = 16 << 20
 """The worker takes no further batch in one turn once it holds this many bytes."""
+
+TURN_RECORDS: Final = 64 * MAX_BATCH_RECORDS
+"""Nor once it holds this many records (taking them holds the lock ``append`` needs)."""
 
 _NL: Final = b"\n"
 _IOV_MAX: Final = 1024
@@ -141,6 +146,8 @@ class BatchQueue:
     def put(self, lines: list[bytes]) -> None:
         """Enqueue encoded records (without line ends), in order: one atomic step."""
         with self._lock:
+            if self.error is not None:
+                return  # failed: nothing more is written, and the next entry point raises
             queue = self.queue
             before = len(queue)
             queue.extend(lines)
@@ -232,23 +239,42 @@ class BatchQueue:
                 cond.wait(remaining)
             while self.hold and self.flush_wanted <= self.written and not self.closing:
                 cond.wait()
-            queue = self.queue
-            popleft = queue.popleft
-            batches: list[list[bytes]] = []
-            size = 0
-            while queue and size < TURN_BYTES:
-                n = len(queue)
+            if self.error is not None:
+                return None  # a drain's fsync failed meanwhile: nothing more is written
+            if not self.queue:
+                return None if self.closing else []  # taken by take_all while this waited
+            batches = [self._pop_batch()]
+        size = sum(map(len, batches[0])) + len(batches[0])
+        records = len(batches[0])
+        # The further batches are taken one lock hold each: the caller's appends wait for this
+        # lock, and a long hold also made them wait a switch interval for the interpreter's.
+        while size < TURN_BYTES and records < TURN_RECORDS:
+            with self._lock:
+                n = len(self.queue)
                 if (
-                    batches
-                    and n < MAX_BATCH_RECORDS
-                    and not (self.closing or self.flush_wanted > self.taken)
+                    not n
+                    or self.error is not None
+                    # A partial batch nobody waits for keeps its own 20 ms.
+                    or (
+                        n < MAX_BATCH_RECORDS
+                        and not (self.closing or self.flush_wanted > self.taken)
+                    )
+                    # A held worker writes no further than the drain that let it go asked.
+                    or (self.hold and self.flush_wanted <= self.taken)
                 ):
-                    break  # a partial batch nobody waits for keeps its own 20 ms
-                batch = [popleft() for _ in range(min(MAX_BATCH_RECORDS, n))]
-                self.taken += len(batch)
-                size += sum(map(len, batch)) + len(batch)
-                batches.append(batch)
-            return batches
+                    break
+                batch = self._pop_batch()
+            batches.append(batch)
+            size += sum(map(len, batch)) + len(batch)
+            records += len(batch)
+        return batches
+
+    def _pop_batch(self) -> list[bytes]:
+        """The next batch from the queue; the lock is held."""
+        popleft = self.queue.popleft
+        batch = [popleft() for _ in range(min(MAX_BATCH_RECORDS, len(self.queue)))]
+        self.taken += len(batch)
+        return batch
 
     def _run(self) -> None:
         fd = self._fd
@@ -257,6 +283,8 @@ class BatchQueue:
             batches = self._take_batches()
             if batches is None:
                 return
+            if not batches:
+                continue
             # The batches of a turn are joined into one buffer and go out in one system call,
             # one slice per batch: every time this thread gives the interpreter's lock up (to
             # write, to wait, or in a CRC-32 over more than 5 KiB) it waits up to the switch
@@ -275,7 +303,10 @@ class BatchQueue:
                 # The batches the failed write did put in the file whole are kept and counted,
                 # as when each batch had its own write: only the rest is cut back and lost.
                 if not wrote:
-                    self._publish(data, _whole_batches(batches, sizes, self._landed()))
+                    done = _whole_batches(batches, sizes, self._landed())
+                    if done[0] and per_batch and not _synced(fd):
+                        done = (0, 0)  # counted as written means synced, at this durability
+                    self._publish(data, done)
                 with self._lock:
                     if self.error is None:
                         self.error = self._fail(exc)
@@ -295,6 +326,14 @@ class BatchQueue:
         own = self.own.copy()
         own.add_lines(data if size == len(data) else memoryview(data)[:size], count)
         with self._lock:
+            if self.error is not None:
+                # The writer failed while this turn was writing (a drain's fsync): its failure
+                # cut the file back to what was counted, and this turn's bytes, written after
+                # that cut, go too, so that "records after seq N were not written" stays true.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, self.good_size)
+                self.cond.notify_all()
+                return
             self.own = own
             self.good_size += size
             self.written += count
@@ -306,6 +345,14 @@ class BatchQueue:
             return max(0, os.fstat(self._fd).st_size - self.good_size)
         except OSError:
             return 0
+
+
+def _synced(fd: int) -> bool:
+    try:
+        os.fsync(fd)
+    except OSError:
+        return False
+    return True
 
 
 def _whole_batches(batches: list[list[bytes]], sizes: list[int], landed: int) -> tuple[int, int]:
