@@ -20,6 +20,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,7 +46,7 @@ from ledger import (
     raw_json,
 )
 from ledger.memory import ConversationMemory
-from ledger.testing import abandon, hold
+from ledger.testing import abandon, hold, intercept_writes
 from replay import list_sessions, read_replay, read_stop_facts, resume_eligibility
 from replay.cli import cli
 
@@ -130,6 +132,67 @@ def test_keyboard_interrupt_anywhere_in_appends_leaves_a_whole_file(tmp_path: Pa
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGALRM"), reason="needs SIGALRM")
+def test_a_second_interrupt_in_a_drain_never_releases_a_lock_it_does_not_hold(
+    tmp_path: Path,
+) -> None:
+    """Two interruptions in a row during drain(): the first while it waits, the second while it
+    takes the queue's lock back, which another thread holds meanwhile. The drain raises
+    KeyboardInterrupt, the other thread's hold is left alone (Condition.wait used to release
+    it on the way out), and the writer goes on."""
+    w = RolloutWriter.create(tmp_path, durability="os")
+    q = w._q
+    rang: list[int] = []
+
+    def interrupt(signum: int, frame: object) -> None:
+        rang.append(signum)
+        raise KeyboardInterrupt
+
+    seen: list[bool] = []
+
+    def interrupt_twice_holding_the_lock() -> None:
+        deadline = time.monotonic() + 5
+        while not q.flush_wanted and time.monotonic() < deadline:  # the drain is waiting
+            time.sleep(0.005)
+        time.sleep(0.05)
+        with q._lock:
+            os.kill(os.getpid(), signal.SIGALRM)  # lands in the wait
+            time.sleep(0.2)  # the drain now waits for this lock
+            os.kill(os.getpid(), signal.SIGALRM)  # lands while it takes the lock back
+            time.sleep(0.2)
+            seen.append(q._lock.locked())
+            if not seen[-1]:
+                q._lock.acquire()  # so that leaving the block has a lock to release
+
+    unblock = threading.Event()
+
+    def blocked_write(fd: int, buffers: Any, real: Any) -> int:
+        unblock.wait(5)  # the drain waits for this write all along
+        return int(real(fd, buffers))
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    other = threading.Thread(target=interrupt_twice_holding_the_lock)
+    try:
+        with intercept_writes(w, blocked_write):
+            w.append(Message(role=Role.USER, content="kept"))
+            other.start()
+            with pytest.raises(KeyboardInterrupt):
+                w.drain()
+            other.join(5)
+            unblock.set()
+            w.drain()
+    finally:
+        unblock.set()
+        signal.signal(signal.SIGALRM, old)
+    assert len(rang) == 2
+    assert seen == [True]
+    w.stop(StopKind.PAUSED)
+    w.close()
+    rep = read_replay(w.path)
+    assert rep.verified
+    assert rep.messages == (Message(role=Role.USER, content="kept"),)
 
 
 # --- cancelled asynchronous constructors --------------------------------------------------------

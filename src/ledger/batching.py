@@ -128,6 +128,7 @@ class BatchQueue:
         self.closing = False
         self.error: BaseException | None = None
         self.own = OwnRecords(next_seq)
+        self._waiters: list[tuple[int, threading.Lock]] = []  # drains: (target, lock to release)
         # Test seams (ledger.testing): while ``hold`` is set, the worker writes nothing until a
         # drain asks for it; ``write`` is how a batch reaches the file (faults are injected here).
         self.hold = False
@@ -158,20 +159,49 @@ class BatchQueue:
 
     def wait_written(self) -> BaseException | None:
         """Wait until everything enqueued so far is written; the error if writing failed."""
-        cond = self.cond
-        with cond:
+        # The caller waits on a lock of its own, which the worker releases, and never in
+        # Condition.wait: an interruption (a second Ctrl-C, a signal handler that raises) that
+        # lands while Condition.wait takes the queue's lock back left the with-block to release
+        # a lock this thread did not hold, perhaps while the worker held it (ADR 0055).
+        waiter = threading.Lock()
+        waiter.acquire()
+        with self._lock:
             target = self.taken + len(self.queue)
-            if self.written < target and self.error is None:
-                self.flush_wanted = max(self.flush_wanted, target)
-                cond.notify_all()
-                while self.written < target and self.error is None:
+            if self.written >= target or self.error is not None:
+                return self.error
+            self.flush_wanted = max(self.flush_wanted, target)
+            entry = (target, waiter)
+            self._waiters.append(entry)
+            self.cond.notify_all()
+        try:
+            while True:
+                released = waiter.acquire(True, 1.0)
+                with self._lock:
+                    if self.written >= target or self.error is not None:
+                        return self.error
                     # The timeout only guards against a worker that died without reporting (it
                     # catches every exception, so only an interpreter shutdown does that).
-                    if not cond.wait(1.0) and not self.thread.is_alive():
+                    if not released and not self.thread.is_alive():
                         self.error = self._fail(
                             RuntimeError("the writer thread is gone (interpreter shutdown?)")
                         )
-            return self.error
+                        self._notify()
+                        return self.error
+        finally:
+            with self._lock:
+                if entry in self._waiters:
+                    self._waiters.remove(entry)
+
+    def _notify(self) -> None:
+        """Wake the worker, and every drain whose records are written (all of them once the
+        writer has failed); the lock is held."""
+        self.cond.notify_all()
+        waiters = self._waiters
+        if waiters:
+            failed = self.error is not None
+            for entry in [w for w in waiters if failed or w[0] <= self.written]:
+                waiters.remove(entry)
+                entry[1].release()
 
     def own_records(self) -> tuple[int, int, int]:
         """``(first seq, count, CRC-32)`` of the records written since the writer took the file
@@ -191,7 +221,7 @@ class BatchQueue:
         """Let the worker write what is queued (unless failed) and end; wait for it."""
         with self._lock:
             self.closing = True
-            self.cond.notify_all()
+            self._notify()
         if self.thread.is_alive():
             self.thread.join()
 
@@ -201,7 +231,7 @@ class BatchQueue:
             lines = list(self.queue)
             self.queue.clear()
             self.closing = True
-            self.cond.notify_all()
+            self._notify()
         if self.thread.is_alive():
             self.thread.join()
         return lines
@@ -212,7 +242,7 @@ class BatchQueue:
             if self.error is None:
                 self.error = self._fail(exc)
                 self.queue.clear()
-            self.cond.notify_all()
+            self._notify()
             return self.error
 
     def _take_batches(self) -> list[list[bytes]] | None:
@@ -311,7 +341,7 @@ class BatchQueue:
                     if self.error is None:
                         self.error = self._fail(exc)
                         self.queue.clear()
-                    self.cond.notify_all()
+                    self._notify()
                 return
             self._publish(data, (len(records), len(data)))
 
@@ -332,12 +362,12 @@ class BatchQueue:
                 # that cut, go too, so that "records after seq N were not written" stays true.
                 with contextlib.suppress(OSError):
                     os.ftruncate(self._fd, self.good_size)
-                self.cond.notify_all()
+                self._notify()
                 return
             self.own = own
             self.good_size += size
             self.written += count
-            self.cond.notify_all()
+            self._notify()
 
     def _landed(self) -> int:
         """How many bytes the file holds past what was written before this turn."""
