@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import errno
+import inspect
 import json
 import math
 import os
@@ -42,9 +43,11 @@ from ledger import (
     RolloutWriter,
     StopKind,
     ToolCall,
+    WriterClosedError,
     WriterError,
     raw_json,
 )
+from ledger.batching import BatchQueue
 from ledger.memory import ConversationMemory
 from ledger.testing import abandon, hold, intercept_writes
 from replay import list_sessions, read_replay, read_stop_facts, resume_eligibility
@@ -193,6 +196,84 @@ def test_a_second_interrupt_in_a_drain_never_releases_a_lock_it_does_not_hold(
     rep = read_replay(w.path)
     assert rep.verified
     assert rep.messages == (Message(role=Role.USER, content="kept"),)
+
+
+def test_an_interrupt_while_close_waits_for_the_worker_still_closes(tmp_path: Path) -> None:
+    """A second Ctrl-C landing while close() waits for the worker to end: close() raises it,
+    but only once the worker has ended and the writer is closed; nothing half closed is left
+    to accept appends it can no longer write."""
+    w = RolloutWriter.create(tmp_path, durability="os")
+    w.append(Message(role=Role.USER, content="kept"))
+    w.stop(StopKind.PAUSED)
+    code = BatchQueue.join.__code__
+    lines, first = inspect.getsourcelines(BatchQueue.join)
+    target = first + next(i for i, x in enumerate(lines) if "self.thread.is_alive()" in x)
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code is not code:
+            return None
+
+        def local(frame: Any, event: str, arg: Any) -> Any:
+            if event == "line" and frame.f_lineno == target:
+                sys.settrace(None)
+                raise KeyboardInterrupt
+            return local
+
+        return local
+
+    sys.settrace(trace)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            w.close()
+    finally:
+        sys.settrace(None)
+    assert w.closed
+    assert not w._q.thread.is_alive()
+    with pytest.raises(WriterClosedError):
+        w.append(Message(role=Role.USER, content="refused"))
+    w.close()  # idempotent
+    rep = read_replay(w.path)
+    assert rep.verified
+    assert rep.messages == (Message(role=Role.USER, content="kept"),)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGALRM"), reason="needs SIGALRM")
+def test_a_handler_that_closes_the_writer_during_a_drain_is_refused(tmp_path: Path) -> None:
+    """A signal handler calling close() while the drain waits is a call from inside a call:
+    refused (ADR 0055), so the drain raises that refusal instead of failing on a descriptor the
+    handler closed under it; the writer then closes normally."""
+    w = RolloutWriter.create(tmp_path, durability="os")
+    unblock = threading.Event()
+
+    def blocked_write(fd: int, buffers: Any, real: Any) -> int:
+        unblock.wait(5)
+        return int(real(fd, buffers))
+
+    def close_it(signum: int, frame: object) -> None:
+        w.close()
+
+    def ring() -> None:
+        deadline = time.monotonic() + 5
+        while not w._q.flush_wanted and time.monotonic() < deadline:  # the drain is waiting
+            time.sleep(0.005)
+        time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGALRM)
+
+    old = signal.signal(signal.SIGALRM, close_it)
+    bell = threading.Thread(target=ring)
+    try:
+        with intercept_writes(w, blocked_write):
+            w.append(Message(role=Role.USER, content="kept"))
+            bell.start()
+            with pytest.raises(WriterError, match=r"inside another call"):
+                w.drain()
+            bell.join(5)
+            unblock.set()
+            w.close()
+    finally:
+        unblock.set()
+        signal.signal(signal.SIGALRM, old)
+    assert read_replay(w.path).messages == (Message(role=Role.USER, content="kept"),)
 
 
 # --- cancelled asynchronous constructors --------------------------------------------------------

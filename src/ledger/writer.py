@@ -291,7 +291,8 @@ class RolloutWriter(StartForms, StopForms, LifeForms, AsyncForms, HistoryForms):
         if error is not None:
             raise error
         fd = self._fd
-        assert fd is not None
+        if fd is None:  # closed while this waited (by a path no guard stops)
+            raise WriterClosedError(f"the writer of {self._path} is closed", self._path)
         try:
             if self._durability is Durability.DRAIN:
                 os.fsync(fd)

@@ -84,14 +84,27 @@ class LifeForms:
                 self._stop(StopKind.CLOSED, why, None)
             except WriterError as exc:
                 pending = exc
+        interrupted: BaseException | None = None
         with self._io_lock:
             try:
                 self._drain_locked()
             except WriterError as exc:
                 pending = pending or exc
-            self._q.join()
+            # The worker must end before the descriptor closes (a number closed under it could be
+            # reused by another file), and an interruption here (a second Ctrl-C) must not leave
+            # a writer half closed: it is raised once the writer is closed.
+            while True:
+                try:
+                    self._q.join()
+                    break
+                except BaseException as exc:
+                    interrupted = interrupted or exc
+                    if not self._q.thread.is_alive():
+                        break
             self._release()
         _live.discard(self)
+        if interrupted is not None:
+            raise interrupted
         if (
             isinstance(pending, WriterFailedError) and not self._error_raised_on_close
         ) or isinstance(pending, ReadBackError):
@@ -173,7 +186,7 @@ class LifeForms:
                 "rollout of its own",
                 self._path,
             )
-        if self._op_lock._is_owned():  # type: ignore[attr-defined]
+        if self._op_lock._is_owned() or self._io_lock._is_owned():  # type: ignore[attr-defined]
             raise WriterError(
                 f"{what}() was called on the writer of {self._path} while this thread is inside "
                 "another call of the same writer (from a signal handler?). A handler must not "
