@@ -43,7 +43,7 @@ MAX_BATCH_DELAY: Final = 0.020
 TURN_BYTES: Final = 16 << 20
 """The worker takes no further batch in one turn once it holds this many bytes."""
 
-TURN_RECORDS: Final = 64 * MAX_BATCH_RECORDS
+TURN_RECORDS: Final = 8 * MAX_BATCH_RECORDS
 """Nor once it holds this many records (taking them holds the lock ``append`` needs)."""
 
 _NL: Final = b"\n"
