@@ -10,6 +10,7 @@ undecodable names, a closed pipe, ids that look like paths) and raw errors.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import errno
 import inspect
@@ -23,6 +24,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -137,6 +139,30 @@ def test_keyboard_interrupt_anywhere_in_appends_leaves_a_whole_file(tmp_path: Pa
         signal.signal(signal.SIGALRM, old)
 
 
+def until_draining(writer: RolloutWriter) -> None:
+    """Return once a drain of ``writer`` waits (and a little after)."""
+    deadline = time.monotonic() + 5
+    while not writer._q.flush_wanted and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def writes_blocked(writer: RolloutWriter) -> Iterator[threading.Event]:
+    """In the block, the worker's writes wait until the event given is set (set on leaving)."""
+    unblock = threading.Event()
+
+    def blocked_write(fd: int, buffers: Any, real: Any) -> int:
+        unblock.wait(5)
+        return int(real(fd, buffers))
+
+    try:
+        with intercept_writes(writer, blocked_write):
+            yield unblock
+    finally:
+        unblock.set()
+
+
 @pytest.mark.skipif(not hasattr(signal, "SIGALRM"), reason="needs SIGALRM")
 def test_a_second_interrupt_in_a_drain_never_releases_a_lock_it_does_not_hold(
     tmp_path: Path,
@@ -156,10 +182,7 @@ def test_a_second_interrupt_in_a_drain_never_releases_a_lock_it_does_not_hold(
     seen: list[bool] = []
 
     def interrupt_twice_holding_the_lock() -> None:
-        deadline = time.monotonic() + 5
-        while not q.flush_wanted and time.monotonic() < deadline:  # the drain is waiting
-            time.sleep(0.005)
-        time.sleep(0.05)
+        until_draining(w)
         with q._lock:
             os.kill(os.getpid(), signal.SIGALRM)  # lands in the wait
             time.sleep(0.2)  # the drain now waits for this lock
@@ -169,16 +192,10 @@ def test_a_second_interrupt_in_a_drain_never_releases_a_lock_it_does_not_hold(
             if not seen[-1]:
                 q._lock.acquire()  # so that leaving the block has a lock to release
 
-    unblock = threading.Event()
-
-    def blocked_write(fd: int, buffers: Any, real: Any) -> int:
-        unblock.wait(5)  # the drain waits for this write all along
-        return int(real(fd, buffers))
-
     old = signal.signal(signal.SIGALRM, interrupt)
     other = threading.Thread(target=interrupt_twice_holding_the_lock)
     try:
-        with intercept_writes(w, blocked_write):
+        with writes_blocked(w) as unblock:
             w.append(Message(role=Role.USER, content="kept"))
             other.start()
             with pytest.raises(KeyboardInterrupt):
@@ -187,7 +204,6 @@ def test_a_second_interrupt_in_a_drain_never_releases_a_lock_it_does_not_hold(
             unblock.set()
             w.drain()
     finally:
-        unblock.set()
         signal.signal(signal.SIGALRM, old)
     assert len(rang) == 2
     assert seen == [True]
@@ -243,26 +259,18 @@ def test_a_handler_that_closes_the_writer_during_a_drain_is_refused(tmp_path: Pa
     refused (ADR 0055), so the drain raises that refusal instead of failing on a descriptor the
     handler closed under it; the writer then closes normally."""
     w = RolloutWriter.create(tmp_path, durability="os")
-    unblock = threading.Event()
-
-    def blocked_write(fd: int, buffers: Any, real: Any) -> int:
-        unblock.wait(5)
-        return int(real(fd, buffers))
 
     def close_it(signum: int, frame: object) -> None:
         w.close()
 
     def ring() -> None:
-        deadline = time.monotonic() + 5
-        while not w._q.flush_wanted and time.monotonic() < deadline:  # the drain is waiting
-            time.sleep(0.005)
-        time.sleep(0.05)
+        until_draining(w)
         os.kill(os.getpid(), signal.SIGALRM)
 
     old = signal.signal(signal.SIGALRM, close_it)
     bell = threading.Thread(target=ring)
     try:
-        with intercept_writes(w, blocked_write):
+        with writes_blocked(w) as unblock:
             w.append(Message(role=Role.USER, content="kept"))
             bell.start()
             with pytest.raises(WriterError, match=r"inside another call"):
@@ -271,7 +279,6 @@ def test_a_handler_that_closes_the_writer_during_a_drain_is_refused(tmp_path: Pa
             unblock.set()
             w.close()
     finally:
-        unblock.set()
         signal.signal(signal.SIGALRM, old)
     assert read_replay(w.path).messages == (Message(role=Role.USER, content="kept"),)
 
