@@ -248,8 +248,8 @@ class BatchQueue:
     def _take_batches(self) -> list[list[bytes]] | None:
         """Wait for the next batch, and take with it every further batch that is due now: the
         full ones queued behind it, and the last partial one when a drain or close asks for it
-        (what successive turns would take at once), up to :data:`TURN_BYTES` (None: closing and
-        nothing left)."""
+        (what successive turns would take at once), up to :data:`TURN_BYTES` or
+        :data:`TURN_RECORDS` (None: closing and nothing left, or failed)."""
         cond = self.cond
         monotonic = time.monotonic
         with cond:
