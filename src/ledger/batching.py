@@ -15,14 +15,14 @@ kept by the worker, which no signal interrupts.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import threading
 import time
-import zlib
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Final
+
+from ledger.batch_writes import OwnRecords, slices, synced, whole_batches, writev_all
 
 __all__ = [
     "MAX_BATCH_DELAY",
@@ -30,8 +30,6 @@ __all__ = [
     "TURN_BYTES",
     "TURN_RECORDS",
     "BatchQueue",
-    "OwnRecords",
-    "writev_all",
 ]
 
 MAX_BATCH_RECORDS: Final = 32
@@ -47,53 +45,6 @@ TURN_RECORDS: Final = 8 * MAX_BATCH_RECORDS
 """Nor once it holds this many records (taking them holds the lock ``append`` needs)."""
 
 _NL: Final = b"\n"
-_IOV_MAX: Final = 1024
-
-
-def writev_all(fd: int, buffers: Sequence[bytes | memoryview]) -> int:
-    """Write every buffer, in order, with as few system calls as the kernel allows."""
-    total = 0
-    pending = [memoryview(b) for b in buffers if b]
-    while pending:
-        n = os.writev(fd, pending[:_IOV_MAX])
-        if n == 0:
-            raise OSError(errno.EIO, "write returned 0 bytes")
-        total += n
-        while n:
-            head = pending[0]
-            if n >= len(head):
-                n -= len(head)
-                pending.pop(0)
-            else:
-                pending[0] = head[n:]
-                n = 0
-    return total
-
-
-class OwnRecords:
-    """What a writer wrote since it opened the file, or since its last read-back (which is
-    where the next one starts): the first seq, how many records, the CRC-32 of their lines,
-    each with its line end (ADR 0052)."""
-
-    __slots__ = ("count", "crc", "first")
-
-    def __init__(self, first: int) -> None:
-        self.first = first
-        self.count = 0
-        self.crc = 0
-
-    def add_lines(self, lines: bytes | memoryview, count: int) -> None:
-        """Count ``count`` records given as their lines, each ending in ``\\n``, one buffer."""
-        self.crc = zlib.crc32(lines, self.crc)
-        self.count += count
-
-    def copy(self) -> OwnRecords:
-        twin = OwnRecords(self.first)
-        twin.count, twin.crc = self.count, self.crc
-        return twin
-
-    def snapshot(self) -> tuple[int, int, int]:
-        return self.first, self.count, self.crc
 
 
 class BatchQueue:
@@ -245,7 +196,7 @@ class BatchQueue:
             self._notify()
             return self.error
 
-    def _take_batches(self) -> list[list[bytes]] | None:
+    def _take_batches(self) -> tuple[list[list[bytes]], list[int]] | None:
         """Wait for the next batch, and take with it every further batch that is due now: the
         full ones queued behind it, and the last partial one when a drain or close asks for it
         (what successive turns would take at once), up to :data:`TURN_BYTES` or
@@ -272,9 +223,10 @@ class BatchQueue:
             if self.error is not None:
                 return None  # a drain's fsync failed meanwhile: nothing more is written
             if not self.queue:
-                return None if self.closing else []  # taken by take_all while this waited
+                return None if self.closing else ([], [])  # taken by take_all meanwhile
             batches = [self._pop_batch()]
-        size = sum(map(len, batches[0])) + len(batches[0])
+        sizes = [_framed(batches[0])]  # each batch's bytes in the file, line ends included
+        size = sizes[0]
         records = len(batches[0])
         # The further batches are taken one lock hold each: the caller's appends wait for this
         # lock, and a long hold also made them wait a switch interval for the interpreter's.
@@ -295,9 +247,10 @@ class BatchQueue:
                     break
                 batch = self._pop_batch()
             batches.append(batch)
-            size += sum(map(len, batch)) + len(batch)
+            sizes.append(_framed(batch))
+            size += sizes[-1]
             records += len(batch)
-        return batches
+        return batches, sizes
 
     def _pop_batch(self) -> list[bytes]:
         """The next batch from the queue; the lock is held."""
@@ -310,9 +263,10 @@ class BatchQueue:
         fd = self._fd
         per_batch = self._fsync_each_batch
         while True:
-            batches = self._take_batches()
-            if batches is None:
+            turn = self._take_batches()
+            if turn is None:
                 return
+            batches, sizes = turn
             if not batches:
                 continue
             # The batches of a turn are joined into one buffer and go out in one system call,
@@ -322,10 +276,9 @@ class BatchQueue:
             # one batch per turn fell behind and left most of a large session to the drain.
             records = [line for batch in batches for line in batch]
             data = _NL.join([*records, b""])
-            sizes = [sum(map(len, batch)) + len(batch) for batch in batches]
             wrote = False
             try:
-                self.write(fd, _slices(data, sizes))
+                self.write(fd, slices(data, sizes))
                 wrote = True
                 if per_batch:
                     os.fsync(fd)
@@ -333,8 +286,8 @@ class BatchQueue:
                 # The batches the failed write did put in the file whole are kept and counted,
                 # as when each batch had its own write: only the rest is cut back and lost.
                 if not wrote:
-                    done = _whole_batches(batches, sizes, self._landed())
-                    if done[0] and per_batch and not _synced(fd):
+                    done = whole_batches(batches, sizes, self._landed())
+                    if done[0] and per_batch and not synced(fd):
                         done = (0, 0)  # counted as written means synced, at this durability
                     self._publish(data, done)
                 with self._lock:
@@ -377,33 +330,5 @@ class BatchQueue:
             return 0
 
 
-def _synced(fd: int) -> bool:
-    try:
-        os.fsync(fd)
-    except OSError:
-        return False
-    return True
-
-
-def _whole_batches(batches: list[list[bytes]], sizes: list[int], landed: int) -> tuple[int, int]:
-    """``(records, bytes)`` of the batches that fit whole in the first ``landed`` bytes."""
-    count = size = 0
-    for batch, n in zip(batches, sizes, strict=True):
-        if size + n > landed:
-            break
-        count += len(batch)
-        size += n
-    return count, size
-
-
-def _slices(data: bytes, sizes: list[int]) -> list[bytes | memoryview]:
-    """``data`` (the batches' lines joined) cut at the batches' ends: one buffer per batch."""
-    if len(sizes) == 1:
-        return [data]
-    view = memoryview(data)
-    out: list[bytes | memoryview] = []
-    start = 0
-    for n in sizes:
-        out.append(view[start : start + n])
-        start += n
-    return out
+def _framed(batch: list[bytes]) -> int:
+    return sum(map(len, batch)) + len(batch)

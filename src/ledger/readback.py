@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import attrs
 
-from ledger.batching import OwnRecords
+from ledger.batch_writes import OwnRecords
 from ledger.codec import encode_lines
 from ledger.damage import Degradation
 from ledger.framing import CHUNK_BYTES

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ledger import locking
-from ledger.batching import writev_all
+from ledger.batch_writes import writev_all
 from ledger.framing import CHUNK_BYTES
 from ledger.naming import (
     ROLLOUT_SUFFIX,

@@ -21,7 +21,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 
-from ledger.batching import writev_all
+from ledger.batch_writes import writev_all
 from ledger.writer import RolloutWriter
 
 __all__ = [
