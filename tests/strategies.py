@@ -1177,6 +1177,26 @@ VALID_FIELDS[Reasoning] = {**VALID_FIELDS[Reasoning], "placeholder": maybe_text}
 VALID_FIELDS[Compacted] = {**VALID_FIELDS[Compacted], "extra": maybe_raw_object}
 BOUNDARY_TYPES = tuple(VALID_FIELDS)
 
+# --- what a writer is asked to do between its stops (ADR 0164) ------------------------------------
+
+writer_steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), messages()),
+        st.tuples(st.just("append"), messages()),
+        st.tuples(st.just("append"), messages()),
+        st.tuples(st.just("note"), st.one_of(usages, turns, events, meta_updates)),
+        st.tuples(st.just("compact"), st.lists(messages(), max_size=2)),
+        st.tuples(st.just("rewind"), st.integers(min_value=0, max_value=3)),
+        st.tuples(st.just("stop"), st.none()),
+        st.tuples(st.just("stop"), st.none()),
+        st.tuples(st.just("reopen"), st.none()),
+    ),
+    min_size=1,
+    max_size=14,
+)
+"""Appends of any message, notes, compactions, rewinds (by how many records back), stops and
+reopenings, in any order."""
+
 # --- the fleet: object storage, the index, SQL ---------------------------------------------------
 
 storage_option_values = st.one_of(

@@ -27,6 +27,7 @@ import ledger.writer_lines as writer_lines
 from ledger import (
     FORMAT_VERSION,
     Compacted,
+    DegradationKind,
     Durability,
     Message,
     Role,
@@ -535,25 +536,50 @@ def test_no_checkpoint_over_a_damaged_read_back(tmp_path: Path) -> None:
     assert not resume_eligibility(facts).replayable
 
 
-def test_stop_notices_a_record_that_does_not_come_back_as_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A record whose decoding loses a value is caught by stop's read-back: no checkpoint."""
+def _lossy_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the writer encode messages with a field no reader knows: decoding drops it, so
+    the record does not come back whole."""
     real = writer_lines.encode_record
 
     def lossy(record: object) -> bytes:
         data = real(record)  # type: ignore[arg-type]
-        # A field no reader knows: decoding drops it, so the record does not come back whole.
         return data.replace(b'"message":{', b'"message":{"lost":1,', 1)
 
-    w = RolloutWriter.create(tmp_path)
     monkeypatch.setattr(writer_lines, "encode_record", lossy)
+
+
+def test_stop_notices_a_record_that_does_not_come_back_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the stop decodes what it reads back (a rewind since the last read makes it), a
+    record whose decoding loses a value is caught there: no checkpoint (ADR 0052)."""
+    w = RolloutWriter.create(tmp_path)
     w.append(user(0))
+    w.rewind(1)
+    _lossy_encoding(monkeypatch)
+    w.append(user(1))
     monkeypatch.undo()
     with pytest.raises(writer_module.ReadBackError, match="did not come back as written"):
         w.stop(StopKind.PAUSED)
     w.close()
     assert read_stop_facts(w.path).kind == StopKind.FAILED
+
+
+def test_a_record_that_does_not_come_back_as_written_is_never_verified(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the stop folds the lines it wrote without decoding them (ADR 0164), it checkpoints
+    the bytes as written; a value that decoding loses is then reported by replay, which never
+    calls the conversation verified."""
+    w = RolloutWriter.create(tmp_path)
+    _lossy_encoding(monkeypatch)
+    w.append(user(0))
+    monkeypatch.undo()
+    w.stop(StopKind.PAUSED)
+    w.close()
+    rep = read_replay(w.path)
+    assert not rep.verified
+    assert [d.line for d in rep.degraded if d.kind == DegradationKind.UNKNOWN_FIELD] == [2]
 
 
 _EXIT_WITH_EVERY_FD_IN_USE = """

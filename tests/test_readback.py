@@ -8,7 +8,6 @@ read then are still there. The checkpoint must be what a fold of the whole file 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ledger.readback as readback_module
 import ledger.writer_files as writer_files
 import strategies as s
 from ledger import Message, ReadBackError, Role, RolloutWriter, StopKind
 from ledger.reader import rebuild
+from read_back_spy import spy_read_back_starts
 from replay import read_replay
 
 
@@ -28,25 +27,12 @@ def _user(i: int) -> Message:
     return Message(role=Role.USER, content=f"question {i}")
 
 
-def _spy_first_lines(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Record the line each read-back starts decoding at."""
-    starts: list[int] = []
-    real = readback_module.iter_batches
-
-    def spy(f: Any, **kwargs: Any) -> Iterator[Any]:
-        starts.append(kwargs["first_line"])
-        return real(f, **kwargs)
-
-    monkeypatch.setattr(readback_module, "iter_batches", spy)
-    return starts
-
-
 def test_a_second_stop_decodes_only_what_follows_the_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Stopping at every turn reads the file's history once, and each checkpoint still equals a
     fold of the whole file."""
-    starts = _spy_first_lines(monkeypatch)
+    starts = spy_read_back_starts(monkeypatch)
     with RolloutWriter.create(tmp_path, session_id="turns") as w:
         for turn in range(3):
             w.append(_user(turn))
@@ -55,8 +41,9 @@ def test_a_second_stop_decodes_only_what_follows_the_first(
             assert whole.checkpoint is not None
             assert whole.checkpoint.digest == whole.at_checkpoint_digest
             assert whole.checkpoint.message_count == turn + 1
-    # Line 1 is the session_meta; each turn adds a message, a checkpoint and a terminal.
-    assert starts == [1, 3, 6]
+    # Line 1 is the session_meta, read back when the file was made; each turn adds a message,
+    # a checkpoint and a terminal.
+    assert starts == [2, 3, 6]
     assert read_replay(w.path).verified
 
 
@@ -68,7 +55,7 @@ def test_a_reopened_writer_decodes_only_what_it_wrote(
         w.append(_user(0))
         w.stop(StopKind.PAUSED)
     lines = w.path.read_bytes().count(b"\n")
-    starts = _spy_first_lines(monkeypatch)
+    starts = spy_read_back_starts(monkeypatch)
     with RolloutWriter.open(w.path) as again:
         again.append(_user(1))
         again.stop(StopKind.PAUSED)

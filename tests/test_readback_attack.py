@@ -97,14 +97,14 @@ def test_a_stop_interrupted_around_the_witness_restart_does_not_refuse_the_next_
         real = BatchQueue.restart_own
         calls = {"n": 0}
 
-        def interrupted(self: BatchQueue, seq: int) -> None:
+        def interrupted(self: BatchQueue, seq: int, seed: int) -> None:
             calls["n"] += 1
             if after:
-                real(self, seq)
+                real(self, seq, seed)
             if calls["n"] == 1:
                 raise KeyboardInterrupt
             if not after:
-                real(self, seq)
+                real(self, seq, seed)
 
         monkeypatch.setattr(BatchQueue, "restart_own", interrupted)
         with pytest.raises(KeyboardInterrupt):

@@ -257,6 +257,7 @@ def test_a_reader_that_does_not_say_where_it_stopped_leaves_no_mark(
 
     w = RolloutWriter.create(tmp_path, session_id="s")
     w.append(_user(1))
+    monkeypatch.setattr(readback, "_read_back_undecoded", lambda *args: None)  # the typed path
     monkeypatch.setattr(readback, "iter_batches", silent)
     w.stop(StopKind.PAUSED)
     assert w._mark.offset == 0  # type: ignore[attr-defined]

@@ -13,13 +13,12 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import ledger.readback as readback_module
 from ledger import (
     Message,
     ReadBackError,
@@ -30,6 +29,7 @@ from ledger import (
     WriterError,
 )
 from ledger.reader import rebuild
+from read_back_spy import spy_read_back_starts
 
 
 def _user(i: int) -> Message:
@@ -224,18 +224,6 @@ def test_an_edit_just_after_opens_fold_refuses_the_checkpoint(
     _holds(path, ReadBackError("refused"))
 
 
-def _spy_first_lines(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    starts: list[int] = []
-    real = readback_module.iter_batches
-
-    def spy(f: Any, **kwargs: Any) -> Iterator[Any]:
-        starts.append(kwargs["first_line"])
-        return real(f, **kwargs)
-
-    monkeypatch.setattr(readback_module, "iter_batches", spy)
-    return starts
-
-
 @pytest.mark.parametrize("shape", ["plain", "compacted", "bom", "crlf", "damaged-compaction"])
 def test_opens_mark_covers_what_its_fold_read_on_every_rebuild_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str
@@ -254,7 +242,7 @@ def test_opens_mark_covers_what_its_fold_read_on_every_rebuild_path(
         data = data[:at] + b"\x00" + data[at + 1 :]
     path.write_bytes(data)
     lines = data.count(b"\n")
-    starts = _spy_first_lines(monkeypatch)
+    starts = spy_read_back_starts(monkeypatch)
     with RolloutWriter.open(path) as w:
         w.append(_user(5))
         if shape == "damaged-compaction":

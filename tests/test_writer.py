@@ -777,10 +777,10 @@ def test_stop_that_cannot_read_the_file_back_writes_nothing(
     """If the file cannot be read back, stop raises, writes no half stop point, and may retry."""
     writer.append(user(0))
 
-    def unreadable(f: Any, **kwargs: Any) -> Any:
+    def unreadable(self: Any, buffer: Any) -> int:
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(readback, "iter_batches", unreadable)
+    monkeypatch.setattr(readback._TallyFile, "readinto", unreadable)
     with pytest.raises(WriterError, match="could not read back"):
         writer.stop(StopKind.PAUSED)
     monkeypatch.undo()

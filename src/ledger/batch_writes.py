@@ -38,14 +38,20 @@ def writev_all(fd: int, buffers: Sequence[bytes | memoryview]) -> int:
 class OwnRecords:
     """What a writer wrote since it opened the file, or since its last read-back (which is
     where the next one starts): the first seq, how many records, the CRC-32 of their lines,
-    each with its line end (ADR 0052)."""
+    each with its line end (ADR 0052), continued from ``seed``.
 
-    __slots__ = ("count", "crc", "first")
+    The seed is the CRC-32 of the file's bytes before those lines, as the writer's last read
+    of the file found them (ADR 0164): the witness's CRC is then the CRC-32 of the whole file
+    as it should be, which a read-back that reads the file to its end compares without
+    decoding anything."""
 
-    def __init__(self, first: int) -> None:
+    __slots__ = ("count", "crc", "first", "seed")
+
+    def __init__(self, first: int, seed: int = 0) -> None:
         self.first = first
+        self.seed = seed
         self.count = 0
-        self.crc = 0
+        self.crc = seed
 
     def add_lines(self, lines: bytes | memoryview, count: int) -> None:
         """Count ``count`` records given as their lines, each ending in ``\\n``, one buffer."""
@@ -53,12 +59,13 @@ class OwnRecords:
         self.count += count
 
     def copy(self) -> OwnRecords:
-        twin = OwnRecords(self.first)
+        twin = OwnRecords(self.first, self.seed)
         twin.count, twin.crc = self.count, self.crc
         return twin
 
-    def snapshot(self) -> tuple[int, int, int]:
-        return self.first, self.count, self.crc
+    def snapshot(self) -> tuple[int, int, int, int]:
+        """``(first seq, count, CRC-32, seed)``."""
+        return self.first, self.count, self.crc, self.seed
 
 
 def synced(fd: int) -> bool:

@@ -64,6 +64,7 @@ class BatchQueue:
         size: int,
         fsync_each_batch: bool,
         fail: Callable[[BaseException], BaseException],
+        own_seed: int = 0,
     ) -> None:
         self._fd = fd
         self._fsync_each_batch = fsync_each_batch
@@ -78,7 +79,7 @@ class BatchQueue:
         self.flush_wanted = 0
         self.closing = False
         self.error: BaseException | None = None
-        self.own = OwnRecords(next_seq)
+        self.own = OwnRecords(next_seq, own_seed)
         self._waiters: list[tuple[int, threading.Lock]] = []  # drains: (target, lock to release)
         # Test seams (ledger.testing): while ``hold`` is set, the worker writes nothing until a
         # drain asks for it; ``write`` is how a batch reaches the file (faults are injected here).
@@ -154,19 +155,20 @@ class BatchQueue:
                 waiters.remove(entry)
                 entry[1].release()
 
-    def own_records(self) -> tuple[int, int, int]:
-        """``(first seq, count, CRC-32)`` of the records written since the writer took the file
-        up, or since its last read-back (:meth:`restart_own`)."""
+    def own_records(self) -> tuple[int, int, int, int]:
+        """``(first seq, count, CRC-32, seed)`` of the records written since the writer took the
+        file up, or since its last read-back (:meth:`restart_own`)."""
         with self._lock:
             return self.own.snapshot()
 
-    def restart_own(self, seq: int) -> None:
-        """Count the writer's own records from ``seq`` on: the records before it were read back.
-        Only with nothing queued or being written (after a drain, appends held off)."""
+    def restart_own(self, seq: int, seed: int) -> None:
+        """Count the writer's own records from ``seq`` on, their CRC-32 continuing ``seed`` (that
+        of the bytes before them): the records before it were read back. Only with nothing
+        queued or being written (after a drain, appends held off)."""
         with self._lock:
             assert not self.queue
             assert self.written == self.taken
-            self.own = OwnRecords(seq)
+            self.own = OwnRecords(seq, seed)
 
     def join(self) -> None:
         """Let the worker write what is queued (unless failed) and end; wait for it."""

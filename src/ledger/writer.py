@@ -128,6 +128,9 @@ class RolloutWriter(StartForms, StopForms, LifeForms, AsyncForms, HistoryForms):
         self._targets = targets or RewindTargets()
         self._origin = origin
         self._mark = mark or ReadMark()  # what the last read of the file established
+        # The seqs of the records put since that read that a read-back must decode (ADR 0164);
+        # None after a record that makes it decode everything it reads.
+        self._decode: set[int] | None = set()
         self._q = BatchQueue(
             fd,
             name=path.name,
@@ -135,6 +138,7 @@ class RolloutWriter(StartForms, StopForms, LifeForms, AsyncForms, HistoryForms):
             size=size,
             fsync_each_batch=durability is Durability.BATCH,
             fail=self._describe_failure,
+            own_seed=self._mark.crc,
         )
 
     def _start(self) -> None:
@@ -210,7 +214,11 @@ class RolloutWriter(StartForms, StopForms, LifeForms, AsyncForms, HistoryForms):
         with self._op_lock:
             self._check_usable()
             seq = self._q.next_seq()
-            self._enqueue(lines_of(message, seq, ts))
+            lines = lines_of(message, seq, ts)
+            if message.is_anchored or message.truncation_marker is not None:
+                # Its digest item is not its member as written (ADR 0063).
+                self._decode_too(range(seq, seq + len(lines)))
+            self._enqueue(lines)
 
     def compacted(
         self,
@@ -233,6 +241,7 @@ class RolloutWriter(StartForms, StopForms, LifeForms, AsyncForms, HistoryForms):
             self._check_usable()
             seq = self._q.next_seq()
             record = Compacted(seq=seq, ts=_now(), messages=kept, summary=summary, extra=extra)
+            self._decode_too((seq,))
             self._enqueue([encode_record(record)])
             # After the put: an interruption between the two leaves the writer's rule more
             # permissive than the file, and the read-back then refuses a checkpoint over a
@@ -256,6 +265,12 @@ class RolloutWriter(StartForms, StopForms, LifeForms, AsyncForms, HistoryForms):
             self._check_usable()
             stamped = msgspec.structs.replace(record, seq=self._q.next_seq(), ts=_now())
             self._enqueue([encode_record(stamped)])
+
+    def _decode_too(self, seqs: Iterable[int]) -> None:
+        # Caller holds _op_lock. Before the put: interrupted between the two, a read-back only
+        # decodes more than it must.
+        if self._decode is not None:
+            self._decode.update(seqs)
 
     def _enqueue(self, lines: list[bytes]) -> None:
         # Caller holds _op_lock, so sequence numbers and queue order agree. The put is the one

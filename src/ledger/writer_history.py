@@ -34,6 +34,7 @@ class HistoryForms:
     _path: Path
     _origin: ForkOrigin | None
     _targets: RewindTargets
+    _decode: set[int] | None
     _op_lock: threading.RLock
     _q: BatchQueue
 
@@ -127,5 +128,6 @@ class HistoryForms:
             if problem is not None:
                 raise ValueError(f"{self._path}: cannot rewind to seq {to}: {problem}")
             record = Rewind(seq=seq, ts=datetime.now(UTC), to=to, reason=reason)
+            self._decode = None  # a rewind is folded by the reducer alone (ADR 0164)
             self._enqueue([encode_record(record)])
             self._targets.rewound(to, seq)  # after the put, as in compacted()

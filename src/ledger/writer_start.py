@@ -20,7 +20,7 @@ from ledger.codec import encode_line
 from ledger.context import delegation_coordinates
 from ledger.history import RewindTargets
 from ledger.naming import rollout_filename
-from ledger.readback import ReadMark, mark_of_open
+from ledger.readback import ReadMark, mark_of_created, mark_of_open
 from ledger.records import FORMAT_VERSION, ForkOrigin, SessionMeta
 from ledger.tail import TailRepair
 from ledger.writer_args import split_meta
@@ -158,6 +158,7 @@ class StartForms:
                 size=len(line),
                 durability=durability,
                 origin=fork,
+                mark=mark_of_created(fd, len(line)),
             )
             writer._start()
         return writer

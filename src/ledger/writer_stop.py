@@ -34,6 +34,7 @@ class StopForms:
     _stopped: Terminal | None
     _unstopped: bool
     _mark: ReadMark
+    _decode: set[int] | None
     _op_lock: threading.RLock
     _io_lock: threading.RLock
     _q: BatchQueue
@@ -80,8 +81,8 @@ class StopForms:
             seq = self._q.next_seq()
             try:
                 assert self._fd is not None
-                state, problem, mark = read_back(
-                    self._fd, self._q.own_records(), seq - 1, self._mark
+                covered, problem, mark = read_back(
+                    self._fd, self._q.own_records(), seq - 1, self._mark, decode=self._decode
                 )
             except OSError as exc:
                 raise WriterError(
@@ -90,24 +91,27 @@ class StopForms:
                     self._path,
                 ) from exc
             ts = datetime.now(UTC)
-            if problem is None:
+            if covered is not None:
+                digest, message_count = covered
                 terminal = Terminal(
                     seq=seq + 1, ts=ts, stop_kind=kind.value, reason=reason, error=detail
                 )
                 checkpoint = AgentCheckpoint(
                     seq=seq,
                     ts=ts,
-                    digest=state.digest(),
-                    message_count=len(state.messages),
+                    digest=digest,
+                    message_count=message_count,
                 )
                 lines = [encode_record(checkpoint), encode_record(terminal)]
                 # The next read-back starts where this one ended; what follows is counted anew.
                 # The witness first: interrupted between the two, the old mark still holds (a
                 # read-back from it counts only records from ``seq`` on), whereas a new mark
                 # with the old witness would refuse the next checkpoint of a correct file.
-                self._q.restart_own(seq)
+                self._q.restart_own(seq, mark.crc)
+                self._decode = set()
                 self._mark = mark
             else:
+                assert problem is not None
                 terminal = Terminal(
                     seq=seq,
                     ts=ts,
