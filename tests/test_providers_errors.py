@@ -11,13 +11,17 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import strategies as s
 from ledger import RolloutWriter
+from ledger.importers._plan import checked_raw
 from ledger.providers import ProviderError, anthropic, gemini, openai_chat, openai_responses
+from ledger.validation_json import MAX_RAW_DEPTH
+from ledger.validation_scalars import InvalidFieldError
 
 THINKING = {"type": "thinking", "thinking": "t", "signature": "sig"}
 
@@ -136,6 +140,29 @@ def test_a_value_json_cannot_hold_is_refused_with_its_path() -> None:
     request = {"messages": [{"role": "user", "content": "x", "x_score": float("nan")}]}
     with pytest.raises(ProviderError, match=r"^messages\[0\]: expected a JSON value"):
         openai_chat.to_ledger(request)
+
+
+def test_a_value_nested_deeper_than_the_reader_takes_is_refused_with_its_path() -> None:
+    """An unknown field nested deeper than the reader takes back is refused where it is: kept
+    in ``extra``, it would be written and checkpointed as it is (ADR 0164) and fail at replay."""
+    deep: object = 1
+    for _ in range(MAX_RAW_DEPTH + 1):
+        deep = {"a": deep}
+    request = {"messages": [{"role": "user", "content": "x", "x_deep": deep}]}
+    with pytest.raises(ProviderError, match=r"^messages\[0\]: expected JSON nested at most"):
+        openai_chat.to_ledger(request)
+    shallow = {"messages": [{"role": "user", "content": "x", "x_deep": {"a": {"b": 1}}}]}
+    assert openai_chat.to_ledger(shallow)[0].extra is not msgspec.UNSET
+
+
+def test_an_import_refuses_a_value_nested_deeper_than_the_reader_takes() -> None:
+    """The importers' verbatim values are checked as the constructors' are."""
+    deep: object = 1
+    for _ in range(MAX_RAW_DEPTH + 1):
+        deep = [deep]
+    with pytest.raises(InvalidFieldError, match="nested at most"):
+        checked_raw({"x": deep})
+    assert bytes(checked_raw({"x": [[1]]})) == b'{"x":[[1]]}'
 
 
 MODULES = {"openai_chat": openai_chat, "openai_responses": openai_responses}

@@ -311,3 +311,46 @@ def test_the_undecoded_fold_declines_what_is_not_a_writers_turn() -> None:
     assert _fold(good + b'{"type":"message"') is None
     assert _fold(_lines(message(2)), decode=(2,)) is not None  # decoded, same result
     assert _fold(_lines(message(2)), decode=(2,)) == _fold(_lines(message(2)))
+
+
+def test_a_file_whose_last_line_end_was_removed_gets_no_checkpoint(tmp_path: Path) -> None:
+    """Another program removes the writer's last line end between its drain and its stop: the
+    checkpoint would run on from that line, so none is written, whichever way the stop reads."""
+    w = RolloutWriter.create(tmp_path, session_id="unended")
+    w.append(_user(0))
+    w.stop(StopKind.PAUSED)
+    w.append(_user(1))
+    w.drain()
+    os.truncate(w.path, w.path.stat().st_size - 1)
+    with pytest.raises(ReadBackError, match="does not end with a line end"):
+        w.stop(StopKind.PAUSED)
+    w.close()
+    assert w.path.read_bytes().count(b'"type":"agent_checkpoint"') == 1  # the first stop's
+    checkpoint = rebuild(w.path).checkpoint
+    assert checkpoint is not None
+    assert checkpoint.message_count == 1
+
+
+def test_a_stop_that_must_decode_starts_where_the_last_decoding_read_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After stops that folded undecoded lines, a stop after a rewind decodes from the mark of
+    the last read that decoded (here open's, which started at the last compaction), not from
+    the file's first line: damage before that compaction, which open never read, does not
+    refuse its checkpoint, as it did not before the rewind."""
+    w = RolloutWriter.create(tmp_path, session_id="window")
+    w.append(_user(0))
+    w.compacted([_user(1)])
+    w.close()
+    damaged = w.path.read_bytes().replace(b'"content":"question 0"', b'"content":"question 0"}}')
+    w.path.write_bytes(damaged)
+    seen = _count_undecoded(monkeypatch)
+    with RolloutWriter.open(w.path) as again:
+        again.stop(StopKind.PAUSED)
+        again.append(_user(2))
+        again.stop(StopKind.PAUSED)
+        again.rewind(again.next_seq - 2)
+        again.stop(StopKind.PAUSED)
+    assert seen == {"undecoded": 2, "typed": 0}
+    assert rebuild(w.path).checkpoint is not None
+    assert read_replay(w.path).verified

@@ -56,8 +56,10 @@ class ReadMark:
     lines: int = 0
     state: ReplayState | None = None
     # Set instead of ``state`` by a read that folded undecoded lines (ADR 0164): what a
-    # checkpoint needs, and all that a next read can continue without decoding.
+    # checkpoint needs, and all that a next read can continue without decoding; ``typed`` is
+    # then the mark of the last read that decoded, where a read that must decode starts.
     tally: Tally | None = None
+    typed: ReadMark | None = None
 
 
 class _TallyFile(PreadFile):
@@ -160,7 +162,13 @@ def _read_back_undecoded(
     return (
         (tally.digest(), tally.messages),
         None,
-        ReadMark(raw.size, raw.crc, mark.lines + lines, None, tally),
+        ReadMark(
+            raw.size,
+            raw.crc,
+            mark.lines + lines,
+            tally=tally,
+            typed=mark if mark.state is not None else mark.typed,
+        ),
     )
 
 
@@ -168,9 +176,10 @@ def _read_back_typed(
     fd: int, own: Own, last_seq: int, mark: ReadMark
 ) -> tuple[Covered | None, str | None, ReadMark]:
     first, want_count, want_crc, seed = own
-    # A mark without a decoded state (ADR 0164) cannot start a typed fold: the whole file is
-    # read. The witness counts only records from ``first`` on, wherever reading starts.
-    start = ReadMark() if mark.state is None else mark
+    # A mark without a decoded state (ADR 0164) cannot start a typed fold: it starts at the last
+    # read that decoded (the whole file without one). The witness counts only records from
+    # ``first`` on, wherever reading starts.
+    start = mark if mark.state is not None else mark.typed or ReadMark()
     got = OwnRecords(first, seed)
 
     lines: int | None = None  # the number of the last line read, once the reader is done
@@ -213,8 +222,17 @@ def _read_back_typed(
             "encoding and decoding",
             mark,
         )
+    if raw.last not in (b"", _NL):
+        # The writer writes whole lines: another program cut or changed the last one, and a
+        # checkpoint written now would run on from it.
+        return (
+            None,
+            "the file read back does not end with a line end (another program changed its "
+            "last line)",
+            mark,
+        )
     covered = (state.digest(), len(state.messages))
-    if raw.last not in (b"", _NL) or not isinstance(lines, int):
+    if not isinstance(lines, int):
         # A read-back ends at a line end, and the reader says where: else the next reads from 0.
         return covered, None, ReadMark()
     # Ending at a line end, the reader's last line is the number of line ends read.

@@ -3,12 +3,14 @@
 ``append`` only encodes and enqueues (it never waits for the disk); a background thread writes
 batches (ADR 0021, :mod:`ledger.batching`). ``drain`` returns once everything enqueued before it
 is in the file at the chosen :class:`Durability` (ADR 0020). ``stop`` is the only place that
-writes a checkpoint: it drains, rebuilds the conversation from the whole file, read back
-through the descriptor the writer holds, with the reader and reducer replay uses, digests it
-by the rule of :mod:`ledger.digest` (ADR 0063), and appends the checkpoint and the terminal record
-(SPEC rules 1, 2 and 9; ADRs 0025 and 0027). The read-back is also the writer's check of its own
-work: a checkpoint is never written over damage or over a record that did not come back as it
-was written (ADR 0052).
+writes a checkpoint: it drains, reads the file back through the descriptor the writer holds,
+digests the conversation the file holds by the rule of :mod:`ledger.digest` (ADR 0063), and
+appends the checkpoint and the terminal record (SPEC rules 1, 2 and 9; ADRs 0025 and 0027). The
+read-back is also the writer's check of its own work: a checkpoint is never written over damage
+the read-back meets, or over bytes that are not the ones the writer wrote (ADR 0052). When those
+bytes are, by their CRC-32, the writer's own lines of messages and notes, they are folded from
+their envelopes without being decoded (ADR 0164); a value that decoding would then lose is
+reported by replay, which never calls it verified.
 
 Lock discipline (ADR 0051): ``_op_lock`` orders the operations that assign sequence numbers;
 ``_io_lock`` guards the descriptor's life, so that no drain, read-back or close ever acts on a

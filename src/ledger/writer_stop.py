@@ -58,12 +58,16 @@ class StopForms:
         """Write the stop point: drain, checkpoint the conversation rebuilt from the file, and
         the terminal record; drain again. Returns the terminal record written.
 
-        The checkpoint digest is computed over the messages rebuilt from the *whole file*, read
-        back through the descriptor this writer holds, by the reader and reducer replay uses
-        (never an in-memory list), after a drain. When that read-back reports damage, or does
-        not give back every record this writer wrote as it wrote it, no checkpoint is written: a
-        ``failed`` terminal record says why and :class:`ReadBackError` is raised. Can run again
-        after more appends (resume): the last checkpoint wins.
+        The checkpoint digest is computed over the conversation the *whole file* holds, read
+        back through the descriptor this writer holds after a drain (never an in-memory list):
+        the bytes after the writer's last read are folded into what that read established, by
+        the reducer replay uses, or, when they are by their CRC-32 the writer's own lines of
+        messages and notes, from their envelopes without decoding them (ADR 0164). When the
+        read-back meets damage, or bytes that are not the ones this writer wrote, no checkpoint
+        is written: a ``failed`` terminal record says why and :class:`ReadBackError` is raised.
+        A value that decoding would lose is caught here only when the stop decodes; otherwise
+        replay reports it and never calls the conversation verified. Can run again after more
+        appends (resume): the last checkpoint wins.
         """
         kind = stop_kind(kind)
         if not isinstance(reason, str):

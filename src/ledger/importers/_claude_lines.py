@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from ledger.importers._claude_path import blocks, leaf, message, path
-from ledger.importers._plan import EPOCH, Compaction, Op, merge_extra
+from ledger.importers._plan import EPOCH, Compaction, Op, checked_raw, merge_extra
 from ledger.importers._report import Disposition, Tally
 from ledger.messages import Message, Reasoning, Role
 from ledger.providers import ProviderError, anthropic
@@ -161,7 +161,7 @@ def _env_update(env: tuple[Any, Any, Any], last: tuple[Any, Any, Any]) -> MetaUp
 
 
 def _raw(value: Any) -> msgspec.Raw:
-    return msgspec.Raw(msgspec.json.encode(value))
+    return checked_raw(value)
 
 
 def _envelope(o: dict[str, Any], **more: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ledger.importers._codex_items import exit_status, is_placeholder, unplace, with_id, without_id
-from ledger.importers._plan import Op, merge_extra
+from ledger.importers._plan import Op, checked_raw, merge_extra
 from ledger.importers._report import Disposition, Tally
 from ledger.messages import Message, Role
 from ledger.providers import ProviderError, openai_responses
@@ -124,4 +124,4 @@ def str_or_none(v: Any) -> str | None:
 
 
 def raw(value: Any) -> msgspec.Raw:
-    return msgspec.Raw(msgspec.json.encode(value))
+    return checked_raw(value)

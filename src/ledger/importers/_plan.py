@@ -34,6 +34,7 @@ from ledger.records import (
     SessionMeta,
     StopKind,
 )
+from ledger.validation_json import check_raw
 from ledger.writer import Durability, RolloutWriter
 
 __all__ = ["EPOCH", "Compaction", "Op", "Plan", "RootIndex", "merge_extra", "write_plan"]
@@ -80,7 +81,14 @@ def merge_extra(extra: msgspec.Raw | msgspec.UnsetType, key: str, value: Any) ->
     if not isinstance(held, dict):
         held = {"extra": held}
     held[key] = value
-    return msgspec.Raw(_encode(held))
+    return checked_raw(held)
+
+
+def checked_raw(value: Any) -> msgspec.Raw:
+    """``value`` as raw JSON for an ``extra``, refused (``InvalidFieldError``, which fails the
+    one source line it came from) when the reader could not take it back: values put in place
+    by a copy skip the constructors' checks (ADR 0160)."""
+    return check_raw(msgspec.Raw(_encode(value)), "extra")
 
 
 class RootIndex:
@@ -182,7 +190,7 @@ def _write_ops(w: RolloutWriter, ops: tuple[Op, ...]) -> None:
 
 
 def _raw(value: Any) -> msgspec.Raw:
-    return msgspec.Raw(_encode(value))
+    return checked_raw(value)
 
 
 def _read_existing(path: Path) -> tuple[set[str], list[Op]]:

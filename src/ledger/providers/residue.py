@@ -19,6 +19,8 @@ from typing import Any, TypeGuard
 import msgspec
 
 from ledger.providers._errors import ProviderError
+from ledger.validation_json import check_raw
+from ledger.validation_scalars import InvalidFieldError
 
 __all__ = [
     "Residue",
@@ -175,6 +177,12 @@ def with_extra(residue: Residue, shape: str, path: str) -> msgspec.Raw | msgspec
     if not residue:
         return msgspec.UNSET
     try:
-        return msgspec.Raw(dumps({shape: residue}).encode("utf-8"))
+        raw = msgspec.Raw(dumps({shape: residue}).encode("utf-8"))
     except (TypeError, ValueError) as exc:
         raise ProviderError(path, f"a JSON value ({exc})") from None
+    # The values built here skip the constructors' checks (they are copies, ADR 0160): what the
+    # reader could not take back (nesting deeper than it goes) is refused now, not at replay.
+    try:
+        return check_raw(raw, path or "extra")
+    except InvalidFieldError as exc:
+        raise ProviderError(path, exc.expected) from None
