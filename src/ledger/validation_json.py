@@ -18,7 +18,7 @@ import msgspec
 
 from ledger.validation_scalars import InvalidFieldError, check_text
 
-__all__ = ["MAX_RAW_DEPTH", "check_json_value", "check_raw"]
+__all__ = ["MAX_RAW_DEPTH", "check_depth", "check_json_value", "check_raw"]
 
 MAX_RAW_DEPTH: Final = 64
 """The deepest nesting of arrays and objects a verbatim (raw JSON) field may hold. Providers
@@ -61,6 +61,13 @@ def check_raw(value: object, where: str) -> msgspec.Raw:
             "single-line JSON text without surrounding whitespace",
             "build it with ledger.raw_json(value)",
         )
+    return check_depth(value, where)
+
+
+def check_depth(value: msgspec.Raw, where: str) -> msgspec.Raw:
+    """``value`` if its JSON is nested at most :data:`MAX_RAW_DEPTH` deep: all that
+    :func:`check_raw` adds for JSON this library's own encoders wrote (valid, on one line)."""
+    text = bytes(value)
     if text.count(b"[") + text.count(b"{") > MAX_RAW_DEPTH:
         depth = _depth(text)
         if depth > MAX_RAW_DEPTH:

@@ -34,7 +34,7 @@ from ledger.records import (
     SessionMeta,
     StopKind,
 )
-from ledger.validation_json import check_raw
+from ledger.validation_json import check_depth
 from ledger.writer import Durability, RolloutWriter
 
 __all__ = ["EPOCH", "Compaction", "Op", "Plan", "RootIndex", "merge_extra", "write_plan"]
@@ -88,7 +88,7 @@ def checked_raw(value: Any) -> msgspec.Raw:
     """``value`` as raw JSON for an ``extra``, refused (``InvalidFieldError``, which fails the
     one source line it came from) when the reader could not take it back: values put in place
     by a copy skip the constructors' checks (ADR 0160)."""
-    return check_raw(msgspec.Raw(_encode(value)), "extra")
+    return check_depth(msgspec.Raw(_encode(value)), "extra")
 
 
 class RootIndex:

@@ -19,7 +19,7 @@ from typing import Any, TypeGuard
 import msgspec
 
 from ledger.providers._errors import ProviderError
-from ledger.validation_json import check_raw
+from ledger.validation_json import check_depth
 from ledger.validation_scalars import InvalidFieldError
 
 __all__ = [
@@ -183,6 +183,6 @@ def with_extra(residue: Residue, shape: str, path: str) -> msgspec.Raw | msgspec
     # The values built here skip the constructors' checks (they are copies, ADR 0160): what the
     # reader could not take back (nesting deeper than it goes) is refused now, not at replay.
     try:
-        return check_raw(raw, path or "extra")
+        return check_depth(raw, path or "extra")
     except InvalidFieldError as exc:
         raise ProviderError(path, exc.expected) from None
