@@ -26,7 +26,11 @@ __all__ = ["profile_missed"]
 _CATEGORIES = (
     ("token estimate", ("estimate_tokens",)),
     ("digest (canonical encode + sha256)", ("digest.py",)),
-    ("writer encode (records, lines)", ("message_records", "encode_line", "split_message")),
+    (
+        "writer encode (records, lines)",
+        ("message_records", "encode_line", "encode_record", "split_message", "lines_of"),
+    ),
+    ("stop read-back (own lines: envelopes, CRC)", ("readback.py", "readback_lines.py")),
     (
         "writer queue / batches / fsync",
         ("writer.py", "writer_start.py", "writer_stop.py", "writer_lines.py"),
