@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
-from itertools import islice
+from itertools import chain, islice
 from typing import BinaryIO, Final
 
 import msgspec
@@ -83,13 +83,14 @@ def group_hash(items: Sequence[Item]) -> bytes:
     return h.digest()
 
 
-def digest_of_groups(groups: Iterable[bytes]) -> str:
-    """``"sha256:<hex>"`` over the hashes of the conversation's groups, in order."""
+def digest_of_groups(groups: Iterable[bytes], compaction: bytes | None = None) -> str:
+    """``"sha256:<hex>"`` over the hashes of the conversation's groups, in order, after the
+    hash of the last compaction's messages when there is one."""
     # Hashed joined, about a MiB at a time: one update per group made every digest a Python
     # call per message of the conversation, which a writer stopping at every turn paid again
     # at each stop.
     h = hashlib.sha256()
-    it = iter(groups)
+    it = iter(groups) if compaction is None else chain((compaction,), groups)
     while chunk := list(islice(it, _GROUPS_PER_UPDATE)):
         h.update(b"".join(chunk))
     return DIGEST_PREFIX + h.hexdigest()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Container
-from itertools import chain
 from typing import Final
 
 import attrs
@@ -75,8 +74,7 @@ class Tally:
     def digest(self) -> str:
         """The checkpoint digest of the conversation tallied (the rule of
         :meth:`ReplayState.digest` for format 2)."""
-        head = () if self.compaction is None else (self.compaction,)
-        return digest_of_groups(chain(head, self.groups))
+        return digest_of_groups(self.groups, self.compaction)
 
 
 def tally_of(state: ReplayState) -> Tally | None:
@@ -128,7 +126,6 @@ def fold_own_lines(
         startswith = data.startswith
         pos = piece.start
         end = piece.end
-        singles: list[memoryview] = []
         while pos < end:
             stop = find(b"\n", pos, end)
             m = match(data, pos, stop)
@@ -142,7 +139,6 @@ def fold_own_lines(
             kind = m[1]
             member = m[3]
             if seq in decode:
-                _flush(groups, singles)
                 step = _decoded(data[pos:stop], pending)
                 if step is None:
                     return None
@@ -156,10 +152,9 @@ def fold_own_lines(
                 item = view[m.start(3) : stop - 1]
                 messages += 1
                 if not pending:
-                    singles.append(item)
+                    groups.append(group_hash((item,)))
                 elif startswith(_ASSISTANT, m.end()):
                     pending.append(bytes(item))
-                    _flush(groups, singles)
                     groups.append(group_hash(pending))
                     pending.clear()
                 else:
@@ -171,7 +166,6 @@ def fold_own_lines(
             else:
                 return None
             pos = stop + 1
-        _flush(groups, singles)
     if pending:
         return None
     return Tally(compaction, before + tuple(groups), messages, last), lines
@@ -203,9 +197,3 @@ def _decoded(line: bytes, pending: list[bytes]) -> tuple[bytes | None, bytes | N
     if type(record) is Compacted and not pending:
         return group_hash((item,)), None, len(record.messages)
     return None
-
-
-def _flush(groups: list[bytes], singles: list[memoryview]) -> None:
-    """Hash the groups of one message each waiting in ``singles``, in order."""
-    groups.extend(group_hash((item,)) for item in singles)
-    singles.clear()

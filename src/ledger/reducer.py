@@ -10,7 +10,6 @@ never needs ``replay`` (SPEC rule 5).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from itertools import chain
 from typing import Any, Final
 
 import attrs
@@ -256,11 +255,7 @@ class _Builder(SessionFacts):
             self.checkpoint_line = line
             self.at_checkpoint = tuple(self.messages)
             self.at_checkpoint_digest = (
-                digest_of_groups(
-                    chain((self.digest_compaction,), self.digest_groups)
-                    if self.digest_compaction is not None
-                    else self.digest_groups
-                )
+                digest_of_groups(self.digest_groups, self.digest_compaction)
                 if self.digest_rule >= 2
                 else None
             )

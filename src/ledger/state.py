@@ -3,8 +3,6 @@ totals it sums (ADRs 0063, 0121, 0131). :mod:`ledger.reducer` folds records into
 
 from __future__ import annotations
 
-from itertools import chain
-
 import attrs
 
 from ledger.damage import Degradation
@@ -119,5 +117,4 @@ class ReplayState:
         format version (ADR 0063): what a checkpoint written now would hold."""
         if self.digest_rule < 2:
             return checkpoint_digest(self.messages, format_version=self.digest_rule)
-        head = () if self.digest_compaction is None else (self.digest_compaction,)
-        return digest_of_groups(chain(head, self.digest_groups))
+        return digest_of_groups(self.digest_groups, self.digest_compaction)

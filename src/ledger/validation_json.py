@@ -61,13 +61,16 @@ def check_raw(value: object, where: str) -> msgspec.Raw:
             "single-line JSON text without surrounding whitespace",
             "build it with ledger.raw_json(value)",
         )
-    return check_depth(value, where)
+    return _check_depth(text, value, where)
 
 
 def check_depth(value: msgspec.Raw, where: str) -> msgspec.Raw:
     """``value`` if its JSON is nested at most :data:`MAX_RAW_DEPTH` deep: all that
     :func:`check_raw` adds for JSON this library's own encoders wrote (valid, on one line)."""
-    text = bytes(value)
+    return _check_depth(bytes(value), value, where)
+
+
+def _check_depth(text: bytes, value: msgspec.Raw, where: str) -> msgspec.Raw:
     if text.count(b"[") + text.count(b"{") > MAX_RAW_DEPTH:
         depth = _depth(text)
         if depth > MAX_RAW_DEPTH:
